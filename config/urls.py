@@ -1,0 +1,9 @@
+from django.contrib import admin
+from django.urls import include, path
+
+from scheduler.health import healthz
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+]

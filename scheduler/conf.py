@@ -1,0 +1,56 @@
+"""SCHEDULER_* settings with their defaults, in one small object.
+
+This module imports nothing from Django at import time so that
+config/settings.py can use `validate_schema_name` while settings load.
+"""
+
+from __future__ import annotations
+
+import re
+
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+SCHEMA_VERSION = 64
+
+
+class ConfigurationError(Exception):
+    """A setting is malformed; raised at start-up, never mid-request."""
+
+
+def validate_schema_name(name: str) -> str:
+    """Return `name` if it is a plain lower-case PostgreSQL identifier.
+
+    The schema is spliced into SQL text and search_path, so anything that
+    would need quoting is refused instead of quoted.
+    """
+    if not isinstance(name, str) or not _SCHEMA_NAME.fullmatch(name):
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            f"SCHEDULER_SCHEMA must be a plain lower-case identifier "
+            f"([a-z_][a-z0-9_]*, at most 63 characters), got {name!r}"
+        )
+    return name
+
+
+class _Settings:
+    """Reads `SCHEDULER_*` from django.conf.settings with defaults."""
+
+    defaults = {
+        "SCHEDULER_SCHEMA": "runtime_scheduler",
+        "SCHEDULER_INTERNAL_TOKEN": "",
+        "SCHEDULER_STATEMENT_TIMEOUT_MS": 30_000,
+        "SCHEDULER_CLAIM_LEASE_SECONDS": 300,
+        "SCHEDULER_MAX_REQUEST_BYTES": 1024 * 1024,
+    }
+
+    def __getattr__(self, name: str):
+        from django.conf import settings
+
+        key = f"SCHEDULER_{name}"
+        if key not in self.defaults:
+            raise AttributeError(name)
+        return getattr(settings, key, self.defaults[key])
+
+
+scheduler_settings = _Settings()

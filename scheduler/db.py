@@ -1,0 +1,87 @@
+"""Run a named SQL statement: bound parameters, dict rows, per-statement timeout.
+
+Why: every atomic state change is one statement kept in scheduler/sql/; this
+is the only way code reaches them. Database errors come out as psycopg's
+own exceptions (with `.sqlstate`), with the statement name added as a note,
+so callers can match SQLSTATEs such as 42703 without Django's wrapper.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from django.db import DatabaseError, connections, transaction
+
+from scheduler import sql as sql_blocks
+from scheduler.conf import scheduler_settings
+
+
+def statement_sql(name: str, schema: str | None = None) -> str:
+    return sql_blocks.statement(name, schema or scheduler_settings.SCHEMA)
+
+
+def _execute(cursor, name: str, sql: str, params: dict[str, Any], timeout_ms: int | None) -> None:
+    try:
+        if timeout_ms is not None:
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [f"{int(timeout_ms)}ms"])
+        cursor.execute(sql, params)
+    except DatabaseError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, psycopg.Error):
+            cause.add_note(f"in SQL statement {name}")
+            raise cause from None
+        raise
+
+
+def run(
+    name: str,
+    params: dict[str, Any] | None = None,
+    *,
+    timeout_ms: int | None = None,
+    using: str = "default",
+    schema: str | None = None,
+) -> tuple[list[dict[str, Any]], int]:
+    """Execute block `name`; return (rows as dicts, rowcount).
+
+    With `timeout_ms` the statement runs in a transaction whose
+    statement_timeout is set locally (inside an outer atomic block the
+    setting lasts until that block ends).
+    """
+    sql = statement_sql(name, schema)
+    params = params or {}
+    connection = connections[using]
+    with transaction.atomic(using=using, savepoint=False) if timeout_ms is not None else _nullcontext():
+        with connection.cursor() as cursor:
+            _execute(cursor, name, sql, params, timeout_ms)
+            rows: list[dict[str, Any]] = []
+            if cursor.description is not None:
+                columns = [column.name for column in cursor.description]
+                rows = [dict(zip(columns, row)) for row in cursor.fetchall()]
+            return rows, cursor.rowcount
+
+
+def fetch_all(name: str, params: dict[str, Any] | None = None, **kwargs) -> list[dict[str, Any]]:
+    return run(name, params, **kwargs)[0]
+
+
+def fetch_one(name: str, params: dict[str, Any] | None = None, **kwargs) -> dict[str, Any] | None:
+    rows = run(name, params, **kwargs)[0]
+    return rows[0] if rows else None
+
+
+def fetch_value(name: str, params: dict[str, Any] | None = None, **kwargs) -> Any:
+    row = fetch_one(name, params, **kwargs)
+    return None if row is None else next(iter(row.values()))
+
+
+def execute(name: str, params: dict[str, Any] | None = None, **kwargs) -> int:
+    return run(name, params, **kwargs)[1]
+
+
+class _nullcontext:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False

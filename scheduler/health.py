@@ -1,0 +1,2 @@
+def healthz(request):
+    raise NotImplementedError
