@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
-EMBEDDED_DIR = PROJECT_DIR / ".embedded"
+EMBEDDED_DIR = Path(os.environ.get("SCHEDULER_EMBEDDED_DIR") or PROJECT_DIR / ".embedded").resolve()
 PGDATA = EMBEDDED_DIR / "pgdata"
 RUNTIME_DIR = EMBEDDED_DIR / "run"
 

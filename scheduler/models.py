@@ -16,3 +16,4 @@ from scheduler.models_runs import (  # noqa: F401
     Run,
     SchemaVersion,
 )
+from scheduler.models_admin import AttemptRow, CleanupJobRow, ReceiptRow  # noqa: F401,E402

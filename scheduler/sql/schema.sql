@@ -22,3 +22,46 @@ SELECT EXISTS (
       AND attname = %(column)s::text
       AND NOT attisdropped
 ) AS present;
+
+-- name: schema_shape_columns
+-- Every column of every table in the scheduler schema, with type, nullability and default presence.
+SELECT relation.relname AS table_name,
+       attribute.attname AS column_name,
+       format_type(attribute.atttypid, attribute.atttypmod) AS data_type,
+       attribute.attnotnull AS not_null,
+       attribute.atthasdef AND attribute.attgenerated = '' AS has_default,
+       attribute.attgenerated <> '' AS generated
+FROM pg_attribute AS attribute
+JOIN pg_class AS relation ON relation.oid = attribute.attrelid
+WHERE relation.relnamespace = to_regnamespace(%(schema)s::text)
+  AND relation.relkind IN ('r', 'p')
+  AND attribute.attnum > 0
+  AND NOT attribute.attisdropped;
+
+-- name: schema_shape_constraints
+-- Constraint names per table in the scheduler schema.
+SELECT relation.relname AS table_name, constraint_row.conname AS constraint_name, constraint_row.contype AS kind
+FROM pg_constraint AS constraint_row
+JOIN pg_class AS relation ON relation.oid = constraint_row.conrelid
+WHERE relation.relnamespace = to_regnamespace(%(schema)s::text);
+
+-- name: schema_shape_indexes
+-- Index names in the scheduler schema with their validity (a failed CONCURRENTLY build is invalid).
+SELECT index_relation.relname AS index_name, index_row.indisvalid AS valid
+FROM pg_index AS index_row
+JOIN pg_class AS index_relation ON index_relation.oid = index_row.indexrelid
+WHERE index_relation.relnamespace = to_regnamespace(%(schema)s::text);
+
+-- name: schema_shape_functions
+-- Function signatures defined in the scheduler schema.
+SELECT procedure.proname || '(' || pg_get_function_identity_arguments(procedure.oid) || ')' AS signature
+FROM pg_proc AS procedure
+WHERE procedure.pronamespace = to_regnamespace(%(schema)s::text);
+
+-- name: schema_shape_triggers
+-- Trigger names per table in the scheduler schema.
+SELECT relation.relname AS table_name, trigger_row.tgname AS trigger_name
+FROM pg_trigger AS trigger_row
+JOIN pg_class AS relation ON relation.oid = trigger_row.tgrelid
+WHERE relation.relnamespace = to_regnamespace(%(schema)s::text)
+  AND NOT trigger_row.tgisinternal;

@@ -1,0 +1,137 @@
+"""Read-only ModelAdmins for the scheduler tables; secrets redacted."""
+
+import json
+
+from django.contrib import admin
+from django.utils.html import format_html
+
+from scheduler import models
+from scheduler.redaction import redact
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Shows state; every change goes through the scheduler's statements."""
+
+    list_per_page = 50
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in self.model._meta.concrete_fields if f.column] + list(self.extra_readonly)
+
+    extra_readonly = ()
+
+
+def pretty_json(value) -> str:
+    return format_html("<pre>{}</pre>", json.dumps(value, indent=2, sort_keys=True, default=str))
+
+
+@admin.register(models.Run)
+class RunAdmin(ReadOnlyAdmin):
+    list_display = ("run_id", "status", "org_id", "play_name", "release_id", "created_at", "finished_at")
+    list_filter = ("status", "play_name")
+    search_fields = ("run_id", "org_id", "play_name")
+    exclude = ("launch_json", "input_json")
+    extra_readonly = ("launch_redacted", "input_redacted")
+
+    def get_readonly_fields(self, request, obj=None):
+        hidden = {"launch_json", "input_json"}
+        return [f for f in super().get_readonly_fields(request, obj) if f not in hidden]
+
+    @admin.display(description="release")
+    def release_id(self, obj):
+        return (obj.launch_json or {}).get("absurdReleaseId") if isinstance(obj.launch_json, dict) else None
+
+    @admin.display(description="launch (secrets redacted)")
+    def launch_redacted(self, obj):
+        return pretty_json(redact(obj.launch_json))
+
+    @admin.display(description="input (secrets redacted)")
+    def input_redacted(self, obj):
+        return pretty_json(redact(obj.input_json))
+
+
+@admin.register(models.AttemptRow)
+class AttemptAdmin(ReadOnlyAdmin):
+    list_display = ("run_id", "attempt", "status", "heartbeat_at", "lease_expires_at", "finished_at")
+    list_filter = ("status",)
+    search_fields = ("run_id",)
+
+
+@admin.register(models.OutboxEvent)
+class OutboxAdmin(ReadOnlyAdmin):
+    list_display = ("event_id", "run_id", "event_type", "lane", "created_at", "delivered_at", "failed_at", "attempt_count")
+    list_filter = ("lane", "event_type")
+    search_fields = ("run_id", "event_id")
+
+    def get_queryset(self, request):
+        # Failed heads first: they block their run's lane until requeued.
+        from django.db.models import F
+
+        return super().get_queryset(request).order_by(F("failed_at").desc(nulls_last=True), "-created_at")
+
+
+@admin.register(models.ControlKey)
+class ControlAdmin(ReadOnlyAdmin):
+    list_display = ("key", "created_at")
+    search_fields = ("key",)
+
+
+@admin.register(models.ReleaseAdmission)
+class ReleaseAdmissionAdmin(ReadOnlyAdmin):
+    list_display = ("release_id", "accepting", "admission_epoch", "updated_at")
+    search_fields = ("release_id",)
+
+
+@admin.register(models.ReceiptRow)
+class ReceiptAdmin(ReadOnlyAdmin):
+    list_display = ("run_id", "key", "status", "run_attempt", "updated_at")
+    list_filter = ("status",)
+    search_fields = ("run_id", "key")
+
+
+@admin.register(models.CleanupJobRow)
+class CleanupJobAdmin(ReadOnlyAdmin):
+    list_display = ("provider", "sandbox_id", "run_id", "attempt", "routing_domain", "status", "attempt_count", "available_at")
+    list_filter = ("status", "provider")
+    search_fields = ("sandbox_id", "run_id")
+
+
+@admin.register(models.LegacyCleanupJob)
+class LegacyCleanupJobAdmin(ReadOnlyAdmin):
+    list_display = ("sandbox_id", "run_id", "attempt", "routing_domain", "status", "available_at")
+    list_filter = ("status",)
+    search_fields = ("sandbox_id", "run_id")
+
+
+@admin.register(models.CleanupEvent)
+class CleanupEventAdmin(ReadOnlyAdmin):
+    list_display = ("event_id", "event_type", "provider", "sandbox_id", "run_id", "attempt", "created_at")
+    list_filter = ("event_type", "provider")
+    search_fields = ("sandbox_id", "run_id")
+
+
+@admin.register(models.BillingJob)
+class BillingJobAdmin(ReadOnlyAdmin):
+    list_display = ("run_id", "status", "attempt_count", "available_at", "finalized_at")
+    list_filter = ("status",)
+    search_fields = ("run_id",)
+
+
+@admin.register(models.BillingItem)
+class BillingItemAdmin(ReadOnlyAdmin):
+    list_display = ("adjustment_session_id", "run_id", "kind", "provider", "sandbox_id", "duration_ms")
+    list_filter = ("kind", "provider")
+    search_fields = ("run_id", "sandbox_id")
+
+
+@admin.register(models.SchemaVersion)
+class SchemaVersionAdmin(ReadOnlyAdmin):
+    list_display = ("version", "applied_at", "description")

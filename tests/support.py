@@ -1,0 +1,95 @@
+"""Helpers for tests that need their own database, connection or process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from urllib.parse import quote
+
+import psycopg
+from django.conf import settings
+from django.db import connection
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+
+
+def _server_params() -> dict:
+    config = settings.DATABASES["default"]
+    options = config.get("OPTIONS", {})
+    host = options.get("host") or config.get("HOST") or ""
+    return {"host": host, "port": str(config.get("PORT") or ""), "user": config.get("USER") or "", "password": config.get("PASSWORD") or ""}
+
+
+def database_url(dbname: str) -> str:
+    """A DATABASE_URL for `dbname` on the server the tests use."""
+    params = _server_params()
+    auth = quote(params["user"], safe="") + (":" + quote(params["password"], safe="") if params["password"] else "")
+    if params["host"].startswith("/"):
+        return f"postgresql://{auth}@/{dbname}?host={params['host']}"
+    port = f":{params['port']}" if params["port"] else ""
+    return f"postgresql://{auth}@{params['host'] or 'localhost'}{port}/{dbname}"
+
+
+def test_database_url() -> str:
+    return database_url(connection.settings_dict["NAME"])
+
+
+def connect(dbname: str | None = None, application_name: str = "scheduler-tests", **kwargs) -> psycopg.Connection:
+    """A raw psycopg connection of its own (for concurrency and DDL tests)."""
+    params = _server_params()
+    return psycopg.connect(
+        host=params["host"] or None,
+        port=params["port"] or None,
+        user=params["user"] or None,
+        password=params["password"] or None,
+        dbname=dbname or connection.settings_dict["NAME"],
+        application_name=application_name,
+        **kwargs,
+    )
+
+
+class ScratchDatabase:
+    """An empty database on the same server, dropped afterwards."""
+
+    def __init__(self):
+        self.name = f"scratch_{uuid.uuid4().hex[:12]}"
+        self.url = database_url(self.name)
+
+    def create(self):
+        with connect("postgres", autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{self.name}"')
+        return self
+
+    def drop(self):
+        with connect("postgres", autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+
+    def connect(self, **kwargs) -> psycopg.Connection:
+        return connect(self.name, **kwargs)
+
+
+def manage_env(database_url_value: str, **extra: str) -> dict:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST")}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    env.update({"DATABASE_URL": database_url_value, "LC_ALL": "C.UTF-8"})
+    env.update(extra)
+    return env
+
+
+def manage_command(*args: str) -> list[str]:
+    return [sys.executable, str(PROJECT_DIR / "manage.py"), *args]
+
+
+def run_manage(*args: str, database_url_value: str, timeout: float = 120, **extra_env) -> subprocess.CompletedProcess:
+    """Run `manage.py args` as a subprocess against `database_url_value`."""
+    return subprocess.run(
+        manage_command(*args),
+        env=manage_env(database_url_value, **extra_env),
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

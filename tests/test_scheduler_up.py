@@ -1,0 +1,48 @@
+"""The README's run command: scheduler_up serves /healthz and stops cleanly on SIGTERM."""
+
+import json
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from tests.support import PROJECT_DIR, manage_command, manage_env
+
+pytestmark = pytest.mark.django_db
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for_health(url: str, process: subprocess.Popen, deadline_seconds: float = 60) -> dict:
+    deadline = time.monotonic() + deadline_seconds
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[1]
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                return json.loads(response.read())
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError("scheduler_up never answered /healthz")
+
+
+def test_scheduler_up__serves_healthz_then_stops_on_sigterm(scratch_db):
+    port = _free_port()
+    process = subprocess.Popen(
+        manage_command("scheduler_up", "--bind", f"127.0.0.1:{port}"),
+        env=manage_env(scratch_db.url), cwd=PROJECT_DIR,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert _wait_for_health(f"http://127.0.0.1:{port}/healthz", process)["status"] == "ok"
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
