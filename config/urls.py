@@ -5,5 +5,6 @@ from scheduler.health import healthz
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("internal/", include("scheduler.api.urls")),
     path("admin/", admin.site.urls),
 ]

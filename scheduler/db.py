@@ -8,6 +8,7 @@ so callers can match SQLSTATEs such as 42703 without Django's wrapper.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import psycopg
@@ -56,8 +57,7 @@ def run(
             _execute(cursor, name, sql, params, timeout_ms)
             rows: list[dict[str, Any]] = []
             if cursor.description is not None:
-                columns = [column.name for column in cursor.description]
-                rows = [dict(zip(columns, row)) for row in cursor.fetchall()]
+                rows = _dict_rows(cursor.description, cursor.fetchall())
             return rows, cursor.rowcount
 
 
@@ -77,6 +77,25 @@ def fetch_value(name: str, params: dict[str, Any] | None = None, **kwargs) -> An
 
 def execute(name: str, params: dict[str, Any] | None = None, **kwargs) -> int:
     return run(name, params, **kwargs)[1]
+
+
+# Django's psycopg adapter hands json/jsonb back as text (its JSONField
+# decodes later); raw statements decode here.
+_JSON_TYPE_OIDS = {114, 3802}
+
+
+def _dict_rows(description, records) -> list[dict[str, Any]]:
+    columns = [column.name for column in description]
+    json_columns = [index for index, column in enumerate(description) if column.type_code in _JSON_TYPE_OIDS]
+    rows = []
+    for record in records:
+        row = dict(zip(columns, record))
+        for index in json_columns:
+            value = record[index]
+            if isinstance(value, (str, bytes)):
+                row[columns[index]] = json.loads(value)
+        rows.append(row)
+    return rows
 
 
 class _nullcontext:

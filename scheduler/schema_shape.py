@@ -31,7 +31,11 @@ REQUIRED_INDEXES = (
     "runtime_scheduler_billing_jobs_due_idx",
 )
 LEGACY_CLEANUP_PENDING_INDEX = "runtime_scheduler_sandbox_cleanup_legacy_pending_idx"
-REQUIRED_FUNCTIONS = ("run_ledger_dispatch_launch(launch jsonb)",)
+REQUIRED_FUNCTIONS = (
+    "run_ledger_dispatch_launch(launch jsonb)",
+    "next_fact_time(p_run_id text, p_step integer)",
+    "runtime_json_is_count(value jsonb)",
+)
 
 # Optional v64 items: name -> what it stands for.
 OPTIONAL_ITEMS = {

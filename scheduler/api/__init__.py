@@ -1,0 +1,1 @@
+"""The internal HTTP API (JSON under /internal/), served by gunicorn."""

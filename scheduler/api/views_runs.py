@@ -1,0 +1,50 @@
+"""Control endpoints for runs (internal bearer token)."""
+
+from django.http import JsonResponse
+
+from scheduler import lifecycle, validation
+from scheduler.api.auth import require_internal_token
+from scheduler.api.http import api_view, json_body
+from scheduler.errors import InvalidInput, NotFound
+
+
+@api_view("POST")
+def launch(request):
+    require_internal_token(request)
+    launch_request = lifecycle.parse_launch_request(json_body(request))
+    return JsonResponse({"runId": lifecycle.launch_run(launch_request)}, status=201)
+
+
+@api_view("GET")
+def run_status(request, run_id):
+    require_internal_token(request)
+    include = {part.strip() for part in request.GET.get("include", "").split(",") if part.strip()}
+    if include - {"definitionScope"}:
+        raise InvalidInput("include accepts only definitionScope")
+    return JsonResponse(lifecycle.run_status(run_id, include_definition_scope="definitionScope" in include))
+
+
+@api_view("POST")
+def cancel(request, run_id):
+    require_internal_token(request)
+    body = json_body(request) if request.body else {}
+    reason = validation.text(body.get("reason", "cancel_requested"), "reason", max_length=200)
+    return JsonResponse(lifecycle.cancel_run(run_id, reason), status=202)
+
+
+@api_view("POST")
+def array_input_intent(request, run_id):
+    require_internal_token(request)
+    body = json_body(request)
+    org_id = validation.text(validation.field(body, "orgId"), "orgId")
+    attempt = validation.integer(validation.field(body, "attempt"), "attempt", minimum=1)
+    return JsonResponse({"registered": lifecycle.register_array_input_intent(run_id, org_id, attempt)})
+
+
+@api_view("GET")
+def attempt_standing(request, run_id, attempt):
+    require_internal_token(request)
+    standing = lifecycle.attempt_standing(run_id, attempt)
+    if standing is None:
+        raise NotFound(f"run {run_id} not found")
+    return JsonResponse(standing)

@@ -1,0 +1,22 @@
+"""`mint_runner_token RUN_ID ATTEMPT`: print the runner token for that attempt's current lease."""
+
+from django.core.management.base import BaseCommand, CommandError
+
+from scheduler import lifecycle
+from scheduler.api.auth import mint_runner_token
+from scheduler.errors import SchedulerError
+
+
+class Command(BaseCommand):
+    help = "Print the runner token scoped to one attempt's current lease."
+
+    def add_arguments(self, parser):
+        parser.add_argument("run_id")
+        parser.add_argument("attempt", type=int)
+
+    def handle(self, *args, **options):
+        try:
+            lease = lifecycle.attempt_lease(options["run_id"], options["attempt"])
+        except SchedulerError as error:
+            raise CommandError(error.message) from None
+        self.stdout.write(mint_runner_token(options["run_id"], options["attempt"], lease))

@@ -1,0 +1,252 @@
+-- name: runs_launch
+-- Insert a queued run and its run.created fact unless its release reads closed (RUN-1, ADM-5); run after release_admission_lock in the same transaction.
+WITH admission AS MATERIALIZED (
+    SELECT admission.accepting
+    FROM __schema__.runtime_release_admission AS admission
+    WHERE admission.release_id = ANY (%(release_keys)s::text[])
+    ORDER BY admission.admission_epoch DESC, admission.accepting ASC
+    LIMIT 1
+), inserted AS (
+    INSERT INTO __schema__.runs (
+        run_id, org_id, play_name, graph_hash, runtime_profile, definition_scope, status,
+        launch_json, input_json, run_log_store, max_attempts, wait_deadline, created_at, updated_at
+    )
+    SELECT %(run_id)s::text, %(org_id)s::text, %(play_name)s::text, %(graph_hash)s::text,
+           %(runtime_profile)s::text, %(definition_scope)s::text, 'queued',
+           %(launch)s::jsonb, %(input)s::jsonb, %(run_log_store)s::text, %(max_attempts)s::integer,
+           %(wait_deadline)s::timestamptz, now(), now()
+    WHERE NOT EXISTS (SELECT 1 FROM admission WHERE NOT admission.accepting)
+    RETURNING run_id, org_id, play_name
+), created_fact AS (
+    INSERT INTO __schema__.outbox (event_id, run_id, event_type, payload_json, lane, created_at)
+    SELECT inserted.run_id || ':run.created', inserted.run_id, 'run.created',
+           jsonb_build_object('runId', inserted.run_id, 'orgId', inserted.org_id, 'playName', inserted.play_name),
+           'ledger', __schema__.next_fact_time(inserted.run_id, 0)
+    FROM inserted
+    RETURNING event_id
+)
+SELECT (SELECT run_id FROM inserted) AS run_id,
+       EXISTS (SELECT 1 FROM admission WHERE NOT admission.accepting) AS release_closed,
+       (SELECT count(*) FROM created_fact) AS facts_written;
+
+-- name: runs_claim_queued
+-- Claim queued runs (SKIP LOCKED): attempt n+1 with a fresh lease token, older attempts retired, run running, run.started written (RUN-2).
+WITH candidate AS MATERIALIZED (
+    SELECT run.run_id
+    FROM __schema__.runs AS run
+    WHERE run.status = 'queued'
+    ORDER BY run.created_at, run.run_id
+    LIMIT %(limit)s::integer
+    FOR NO KEY UPDATE SKIP LOCKED
+), numbered AS MATERIALIZED (
+    SELECT candidate.run_id, coalesce(max(attempt.attempt), 0) + 1 AS attempt
+    FROM candidate
+    LEFT JOIN __schema__.attempts AS attempt ON attempt.run_id = candidate.run_id
+    GROUP BY candidate.run_id
+), retired AS (
+    UPDATE __schema__.attempts AS older
+    SET status = 'released', updated_at = now()
+    FROM numbered
+    WHERE older.run_id = numbered.run_id
+      AND older.status IN ('claimed', 'running', 'waiting')
+    RETURNING older.run_id
+), claimed AS (
+    INSERT INTO __schema__.attempts (run_id, attempt, status, lease_token, lease_expires_at, created_at, updated_at)
+    SELECT numbered.run_id, numbered.attempt, 'claimed', replace(gen_random_uuid()::text, '-', ''),
+           now() + make_interval(secs => %(lease_seconds)s::double precision), now(), now()
+    FROM numbered
+    RETURNING run_id, attempt, lease_token, lease_expires_at
+), started AS (
+    UPDATE __schema__.runs AS run
+    SET status = 'running', started_at = coalesce(run.started_at, now()), suspension_json = NULL, updated_at = now()
+    FROM claimed
+    WHERE run.run_id = claimed.run_id
+    RETURNING run.run_id, run.org_id, run.play_name, run.input_json, run.launch_json, run.max_attempts
+), started_fact AS (
+    INSERT INTO __schema__.outbox (event_id, run_id, event_type, payload_json, lane, created_at)
+    SELECT claimed.run_id || ':' || claimed.attempt || ':run.started', claimed.run_id, 'run.started',
+           jsonb_build_object('runId', claimed.run_id, 'attempt', claimed.attempt),
+           'ledger', __schema__.next_fact_time(claimed.run_id, 0)
+    FROM claimed
+    ON CONFLICT (event_id) DO NOTHING
+)
+SELECT claimed.run_id, claimed.attempt, claimed.lease_token, claimed.lease_expires_at,
+       started.org_id, started.play_name, started.input_json, started.launch_json, started.max_attempts,
+       (SELECT count(*) FROM retired) AS retired_attempts
+FROM claimed
+JOIN started ON started.run_id = claimed.run_id
+ORDER BY claimed.run_id;
+
+-- name: runs_park
+-- Park a claimed attempt and its run as waiting with the detached-runner suspension and its sandbox resource; write run.waiting (RUN-3).
+WITH locked_run AS MATERIALIZED (
+    SELECT run.run_id
+    FROM __schema__.runs AS run
+    WHERE run.run_id = %(run_id)s::text AND run.status = 'running'
+    FOR NO KEY UPDATE
+), parked_attempt AS (
+    UPDATE __schema__.attempts AS target
+    SET status = 'waiting', updated_at = now()
+    FROM locked_run
+    WHERE target.run_id = locked_run.run_id
+      AND target.attempt = %(attempt)s::integer
+      AND target.lease_token = %(lease_token)s::text
+      AND target.status IN ('claimed', 'running')
+      AND NOT EXISTS (
+          SELECT 1 FROM __schema__.attempts AS newer
+          WHERE newer.run_id = target.run_id AND newer.attempt > target.attempt
+            AND newer.status IN ('claimed', 'running', 'waiting', 'completed', 'failed')
+      )
+    RETURNING target.run_id, target.attempt
+), parked_run AS (
+    UPDATE __schema__.runs AS run
+    SET status = 'waiting',
+        suspension_json = %(suspension)s::jsonb,
+        runtime_resources_json = CASE
+            WHEN %(resource)s::jsonb IS NULL THEN run.runtime_resources_json
+            ELSE run.runtime_resources_json || jsonb_build_array(%(resource)s::jsonb)
+        END,
+        wait_deadline = coalesce(%(wait_deadline)s::timestamptz, run.wait_deadline),
+        updated_at = now()
+    FROM parked_attempt
+    WHERE run.run_id = parked_attempt.run_id
+    RETURNING run.run_id
+), waiting_fact AS (
+    INSERT INTO __schema__.outbox (event_id, run_id, event_type, payload_json, lane, created_at)
+    SELECT parked_attempt.run_id || ':' || parked_attempt.attempt || ':run.waiting', parked_attempt.run_id, 'run.waiting',
+           jsonb_build_object('runId', parked_attempt.run_id, 'attempt', parked_attempt.attempt,
+                              'provider', %(suspension)s::jsonb -> 'runtimeSandboxRef' ->> 'provider'),
+           'ledger', __schema__.next_fact_time(parked_attempt.run_id, 0)
+    FROM parked_attempt
+    JOIN parked_run ON parked_run.run_id = parked_attempt.run_id
+    ON CONFLICT (event_id) DO NOTHING
+)
+SELECT EXISTS (SELECT 1 FROM parked_run) AS parked;
+
+-- name: attempts_heartbeat
+-- Bump heartbeat_at only on the current attempt (exact attempt active, run open, no newer attempt, lease matches); report a queued cancel (RUN-4).
+WITH bumped AS (
+    UPDATE __schema__.attempts AS target
+    SET heartbeat_at = greatest(clock_timestamp(), target.heartbeat_at + interval '1 microsecond'),
+        updated_at = now()
+    WHERE target.run_id = %(run_id)s::text
+      AND target.attempt = %(attempt)s::integer
+      AND target.lease_token = %(lease_token)s::text
+      AND target.status IN ('claimed', 'running', 'waiting')
+      AND EXISTS (
+          SELECT 1 FROM __schema__.runs AS run
+          WHERE run.run_id = target.run_id AND run.status IN ('running', 'waiting')
+      )
+      AND NOT EXISTS (
+          SELECT 1 FROM __schema__.attempts AS newer
+          WHERE newer.run_id = target.run_id AND newer.attempt > target.attempt
+            AND newer.status IN ('claimed', 'running', 'waiting', 'completed', 'failed')
+      )
+    RETURNING target.heartbeat_at
+)
+SELECT EXISTS (SELECT 1 FROM bumped) AS current,
+       EXISTS (
+           SELECT 1 FROM __schema__.control AS cancel
+           WHERE cancel.key = 'runtime_cancel:' || %(run_id)s::text
+       ) AS cancel_requested,
+       (SELECT to_char(bumped.heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') FROM bumped) AS heartbeat_identity;
+
+-- name: runs_cancel
+-- Queue runtime_cancel:<run_id>; a queued run is cancelled at once with its run.cancelled fact and billing job (RUN-7).
+WITH locked_run AS MATERIALIZED (
+    SELECT run.run_id, run.status
+    FROM __schema__.runs AS run
+    WHERE run.run_id = %(run_id)s::text
+    FOR NO KEY UPDATE
+), queued_cancel AS (
+    INSERT INTO __schema__.control (key, value_json, created_at)
+    SELECT 'runtime_cancel:' || locked_run.run_id,
+           jsonb_build_object('runId', locked_run.run_id, 'reason', %(reason)s::text), now()
+    FROM locked_run
+    WHERE locked_run.status IN ('queued', 'running', 'waiting')
+    ON CONFLICT (key) DO NOTHING
+    RETURNING key
+), cancelled_run AS (
+    UPDATE __schema__.runs AS run
+    SET status = 'cancelled',
+        terminal_result_json = jsonb_build_object('status', 'cancelled', 'reason', %(reason)s::text),
+        finished_at = now(), updated_at = now()
+    FROM locked_run
+    WHERE run.run_id = locked_run.run_id AND locked_run.status = 'queued'
+    RETURNING run.run_id
+), billing_job AS (
+    INSERT INTO __schema__.compute_billing_jobs_v2 (run_id)
+    SELECT cancelled_run.run_id FROM cancelled_run
+    ON CONFLICT (run_id) DO NOTHING
+), cancelled_fact AS (
+    INSERT INTO __schema__.outbox (event_id, run_id, event_type, payload_json, lane, created_at)
+    SELECT cancelled_run.run_id || ':run.cancelled', cancelled_run.run_id, 'run.cancelled',
+           jsonb_build_object('runId', cancelled_run.run_id, 'reason', %(reason)s::text),
+           'ledger', __schema__.next_fact_time(cancelled_run.run_id, 0)
+    FROM cancelled_run
+    ON CONFLICT (event_id) DO NOTHING
+)
+SELECT locked_run.status AS prior_status,
+       EXISTS (SELECT 1 FROM cancelled_run) AS cancelled,
+       locked_run.status IN ('queued', 'running', 'waiting') AS cancel_queued
+FROM locked_run;
+
+-- name: runs_read_status
+-- The status snapshot of one run with its attempt summary and the schema actually queried (RUN-8).
+SELECT run.run_id, run.org_id, run.status, run.play_name, run.graph_hash,
+       run.launch_json ->> 'runtimeBackend' AS runtime_backend,
+       run.run_log_store, run.definition_scope,
+       run.created_at, run.updated_at, run.started_at, run.finished_at,
+       relation.relnamespace::regnamespace::text AS scheduler_schema,
+       (
+           SELECT coalesce(jsonb_agg(jsonb_build_object(
+                      'attempt', attempt.attempt, 'status', attempt.status,
+                      'createdAt', attempt.created_at, 'finishedAt', attempt.finished_at
+                  ) ORDER BY attempt.attempt), '[]'::jsonb)
+           FROM __schema__.attempts AS attempt
+           WHERE attempt.run_id = run.run_id
+       ) AS attempts
+FROM __schema__.runs AS run
+JOIN pg_class AS relation ON relation.oid = run.tableoid
+WHERE run.run_id = %(run_id)s::text;
+
+-- name: attempts_read_standing
+-- Where a run and one of its attempts stand: run status, attempt status, and whether any newer attempt row exists (RUN-5).
+SELECT run.status AS run_status,
+       attempt.status AS attempt_status,
+       EXISTS (
+           SELECT 1 FROM __schema__.attempts AS newer
+           WHERE newer.run_id = run.run_id AND newer.attempt > %(attempt)s::integer
+       ) AS superseded
+FROM __schema__.runs AS run
+LEFT JOIN __schema__.attempts AS attempt ON attempt.run_id = run.run_id AND attempt.attempt = %(attempt)s::integer
+WHERE run.run_id = %(run_id)s::text;
+
+-- name: runs_register_array_input_intent
+-- Mark array input started on an open run of this org whose named attempt is active with no newer attempt (RUN-6).
+UPDATE __schema__.runs AS run
+SET array_input_started = true
+WHERE run.run_id = %(run_id)s::text
+  AND run.org_id = %(org_id)s::text
+  AND run.status IN ('queued', 'running', 'waiting')
+  AND EXISTS (
+      SELECT 1 FROM __schema__.attempts AS current_attempt
+      WHERE current_attempt.run_id = run.run_id
+        AND current_attempt.attempt = %(attempt)s::integer
+        AND current_attempt.status IN ('claimed', 'running', 'waiting')
+        AND NOT EXISTS (
+            SELECT 1 FROM __schema__.attempts AS newer
+            WHERE newer.run_id = current_attempt.run_id AND newer.attempt > current_attempt.attempt
+        )
+  )
+RETURNING run.run_id;
+
+-- name: runs_exists
+-- Whether a run exists (to tell 404 from a refused operation).
+SELECT EXISTS (SELECT 1 FROM __schema__.runs WHERE run_id = %(run_id)s::text) AS present;
+
+-- name: attempts_read_lease
+-- The lease token of one attempt, for minting its runner token.
+SELECT attempt.lease_token, attempt.status
+FROM __schema__.attempts AS attempt
+WHERE attempt.run_id = %(run_id)s::text AND attempt.attempt = %(attempt)s::integer;

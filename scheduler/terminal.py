@@ -1,0 +1,114 @@
+"""Runner terminals and settlement (TRM-1..5): one verdict per attempt.
+
+Recording is first-write-wins on the attempt row; settlement is one
+statement that moves attempt and run, writes the billing job, the cleanup
+obligation and the facts, and is a no-op the second time. Whoever settles
+first (the runner's own request or the liveness sweep) wins.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler import db, validation
+from scheduler.errors import InvalidInput, LeaseMismatch, NotFound
+
+RETRYABLE_CODES = ["runner_lost", "dispatch_lost"]
+HEARTBEAT_IDENTITY = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
+MAX_PROGRESS_EVENTS = 200
+_ORDINARY = object()
+
+
+@dataclass(frozen=True)
+class RecordOutcome:
+    attempt_exists: bool
+    lease_matches: bool
+    recorded: bool
+    is_this_result: bool
+
+
+def validate_result(result: Any) -> dict:
+    """The runner envelope: status completed (with output) or failed (with error {code, message})."""
+    result = validation.json_object(result, "result")
+    status = validation.choice(result.get("status"), "result.status", ("completed", "failed"))
+    if status == "failed":
+        error = validation.json_object(result.get("error"), "result.error")
+        validation.text(error.get("code"), "result.error.code", max_length=128)
+        if not isinstance(error.get("message", ""), str):
+            raise InvalidInput("result.error.message must be a string")
+    if "stats" in result and result["stats"] is not None and not isinstance(result["stats"], dict):
+        raise InvalidInput("result.stats must be a JSON object")
+    return result
+
+
+def validate_progress_events(events: Any) -> list:
+    if events is None:
+        return []
+    if not isinstance(events, list) or not all(isinstance(event, dict) for event in events):
+        raise InvalidInput("terminalProgressEvents must be a list of JSON objects")
+    if len(events) > MAX_PROGRESS_EVENTS:
+        raise InvalidInput(f"terminalProgressEvents holds at most {MAX_PROGRESS_EVENTS} events")
+    return events
+
+
+def record_runner_terminal(
+    run_id: str,
+    attempt: int,
+    result: dict,
+    *,
+    lease_token: str | None = None,
+    progress_events: list | None = None,
+    log_payload: Any = None,
+    expected_heartbeat_identity: Any = _ORDINARY,
+) -> RecordOutcome:
+    """TRM-1/TRM-2: record first-write-wins; a synthetic loss passes the heartbeat identity it saw.
+
+    `expected_heartbeat_identity` is a TRM-3 identity string, or None for "no
+    heartbeat ever"; leaving it out is ordinary runner ingress.
+    """
+    synthetic = expected_heartbeat_identity is not _ORDINARY
+    if synthetic and expected_heartbeat_identity is not None:
+        if not isinstance(expected_heartbeat_identity, str) or not HEARTBEAT_IDENTITY.fullmatch(expected_heartbeat_identity):
+            raise InvalidInput("expectedHeartbeatIdentity must be YYYY-MM-DDTHH:MM:SS.ffffffZ or null")
+    envelope = dict(result)
+    if progress_events:
+        envelope["terminalProgressEvents"] = progress_events
+    row = db.fetch_one(
+        "attempts_record_terminal",
+        {
+            "run_id": run_id,
+            "attempt": attempt,
+            "lease_token": lease_token,
+            "result": json.dumps(envelope),
+            "log_payload": None if log_payload is None else json.dumps(log_payload),
+            "synthetic": synthetic,
+            "expected_heartbeat_at": expected_heartbeat_identity if synthetic else None,
+        },
+    )
+    return RecordOutcome(row["attempt_exists"], row["lease_matches"], row["recorded"], row["is_this_result"])
+
+
+def settle_attempt(run_id: str, attempt: int, lease_token: str) -> dict | None:
+    """TRM-4: settle a recorded terminal; None when it was already settled or is not current."""
+    return db.fetch_one(
+        "attempts_settle",
+        {"run_id": run_id, "attempt": attempt, "lease_token": lease_token, "retryable_codes": RETRYABLE_CODES},
+    )
+
+
+def ingest_runner_terminal(
+    run_id: str, attempt: int, lease_token: str, result: dict, progress_events: list | None = None, log_payload: Any = None
+) -> dict:
+    """The runner's terminal request: record, then settle. 404 unknown attempt, 409 lease mismatch."""
+    outcome = record_runner_terminal(
+        run_id, attempt, result, lease_token=lease_token, progress_events=progress_events, log_payload=log_payload
+    )
+    if not outcome.attempt_exists:
+        raise NotFound(f"attempt {attempt} of run {run_id} not found")
+    if not outcome.lease_matches:
+        raise LeaseMismatch(f"lease does not match attempt {attempt} of run {run_id}")
+    settled = settle_attempt(run_id, attempt, lease_token)
+    return {"recorded": outcome.recorded, "settled": settled is not None, "runStatus": settled and settled["run_status"]}
