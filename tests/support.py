@@ -33,7 +33,7 @@ def database_url(dbname: str) -> str:
     return f"postgresql://{auth}@{params['host'] or 'localhost'}{port}/{dbname}"
 
 
-def test_database_url() -> str:
+def current_database_url() -> str:
     return database_url(connection.settings_dict["NAME"])
 
 

@@ -1,0 +1,66 @@
+"""Run callables on their own threads and connections, released together by a barrier."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable
+
+from django.db import connection, connections
+
+
+class Outcome:
+    def __init__(self):
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    def get(self):
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+def _worker(fn: Callable, outcome: Outcome, barrier: threading.Barrier | None, application_name: str | None):
+    try:
+        connection.ensure_connection()
+        if application_name:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT set_config('application_name', %s, false)", [application_name])
+        if barrier is not None:
+            barrier.wait()
+        outcome.value = fn()
+    except BaseException as exc:  # noqa: BLE001 - handed back to the test
+        outcome.error = exc
+    finally:
+        connections.close_all()
+
+
+def start(fn: Callable, *, barrier: threading.Barrier | None = None, application_name: str | None = None):
+    outcome = Outcome()
+    thread = threading.Thread(target=_worker, args=(fn, outcome, barrier, application_name), daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def run_together(*fns: Callable) -> list[Outcome]:
+    barrier = threading.Barrier(len(fns))
+    started = [start(fn, barrier=barrier) for fn in fns]
+    for thread, _ in started:
+        thread.join(timeout=120)
+        assert not thread.is_alive(), "a concurrent call never finished"
+    return [outcome for _, outcome in started]
+
+
+def wait_until_blocked(application_name: str, timeout: float = 30.0) -> None:
+    """Wait until the backend tagged `application_name` waits on a lock (no fixed sleeps)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND wait_event_type = 'Lock'",
+                [application_name],
+            )
+            if cursor.fetchone()[0]:
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"{application_name} never blocked on a lock")

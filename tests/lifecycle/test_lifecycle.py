@@ -1,0 +1,174 @@
+"""RUN-1..8: launch, claim, park, heartbeat, cancel, status, standing, array-input intent."""
+
+import datetime as dt
+
+import pytest
+
+from scheduler import lifecycle, terminal
+from scheduler.errors import InvalidInput, NotFound
+from tests import factories
+from tests.factories import one, query
+
+pytestmark = pytest.mark.django_db
+
+
+def test_launch__inserts_queued_run_and_run_created_fact():
+    run_id = factories.launch(org_id="org-9", input={"x": 1})
+    assert one("SELECT status FROM runs WHERE run_id = %s", [run_id]) == "queued"
+    assert query("SELECT event_id, event_type FROM outbox WHERE run_id = %s", [run_id]) == [
+        (f"{run_id}:run.created", "run.created")
+    ]
+
+
+@pytest.mark.parametrize("body,message", [
+    ({}, "playName is required"),
+    ({"playName": ""}, "playName must not be empty"),
+    ({"playName": 3}, "playName must be a string"),
+    ({"playName": "p", "maxAttempts": 0}, "maxAttempts"),
+    ({"playName": "p", "maxAttempts": 2.0}, "maxAttempts must be an integer"),
+    ({"playName": "p", "launch": []}, "launch must be a JSON object"),
+    ({"playName": "p", "launch": {"absurdReleaseId": 5}}, "launch.absurdReleaseId"),
+    ({"playName": "p", "launch": {"arrayInputTerminalRetirementSupported": "yes"}}, "arrayInputTerminalRetirementSupported"),
+    ({"playName": "p", "runLogStore": "s3"}, "runLogStore"),
+    ({"playName": "p", "waitDeadline": "tomorrow"}, "waitDeadline"),
+])
+def test_launch__bad_input__clear_error(body, message):
+    with pytest.raises(InvalidInput, match=message):
+        lifecycle.parse_launch_request(body)
+
+
+def test_claim__creates_attempt_with_lease_moves_run_and_writes_started():
+    run_id = factories.launch()
+    claimed = factories.claim(run_id)
+    assert (claimed.attempt, len(claimed.lease_token)) == (1, 32)
+    assert one("SELECT status FROM runs WHERE run_id = %s", [run_id]) == "running"
+    assert one("SELECT status FROM attempts WHERE run_id = %s", [run_id]) == "claimed"
+    assert one("SELECT lease_expires_at > now() FROM attempts WHERE run_id = %s", [run_id]) is True
+    assert one("SELECT count(*) FROM outbox WHERE event_id = %s", [f"{run_id}:1:run.started"]) == 1
+    assert lifecycle.claim_runs(5) == []
+
+
+def test_park__waiting_with_detached_suspension_and_resource():
+    parked = factories.parked_run(provider="daytona", routing_domain="org-a")
+    status, suspension, resources = one(
+        "SELECT status, suspension_json, runtime_resources_json FROM runs WHERE run_id = %s", [parked.run_id]
+    )
+    suspension, resources = factories.loads(suspension), factories.loads(resources)
+    assert status == "waiting"
+    assert suspension["kind"] == "detached_runner" and suspension["runnerAttempt"] == 1
+    assert suspension["runtimeSandboxRef"] == {"provider": "daytona", "sandboxId": parked.sandbox_id, "routingDomain": "org-a"}
+    assert resources[0]["sandboxId"] == parked.sandbox_id and "billingStartedAt" in resources[0]
+    assert one("SELECT status FROM attempts WHERE run_id = %s", [parked.run_id]) == "waiting"
+
+
+def test_park__wrong_lease__parks_nothing():
+    run_id = factories.launch()
+    claimed = factories.claim(run_id)
+    assert not lifecycle.park(run_id, claimed.attempt, "not-the-lease", {"provider": "local", "sandboxId": "s"},
+                              heartbeat_timeout_ms=1000, started_at_ms=0)
+    assert one("SELECT status FROM runs WHERE run_id = %s", [run_id]) == "running"
+
+
+def test_heartbeat__current_attempt__bumps_and_reports_identity():
+    parked = factories.parked_run()
+    beat = lifecycle.heartbeat(parked.run_id, parked.attempt, parked.lease_token)
+    assert beat["current"] is True and beat["cancelRequested"] is False
+    stored = one(
+        "SELECT to_char(heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') FROM attempts WHERE run_id = %s",
+        [parked.run_id],
+    )
+    assert beat["heartbeatIdentity"] == stored
+    assert terminal.HEARTBEAT_IDENTITY.fullmatch(stored)
+
+
+@pytest.mark.parametrize("fence", ["lease", "newer_attempt", "terminal_run", "other_attempt"])
+def test_heartbeat__not_current__bumps_nothing(fence):
+    parked = factories.parked_run()
+    attempt, lease = parked.attempt, parked.lease_token
+    if fence == "lease":
+        lease = "wrong"
+    elif fence == "newer_attempt":
+        query("INSERT INTO attempts (run_id, attempt, status) VALUES (%s, 2, 'claimed')", [parked.run_id])
+    elif fence == "terminal_run":
+        query("UPDATE runs SET status = 'failed' WHERE run_id = %s", [parked.run_id])
+    else:
+        attempt = 2
+    beat = lifecycle.heartbeat(parked.run_id, attempt, lease)
+    assert beat["current"] is False and beat["heartbeatIdentity"] is None
+    assert one("SELECT heartbeat_at FROM attempts WHERE run_id = %s AND attempt = 1", [parked.run_id]) is None
+
+
+def test_cancel__queued_run__cancelled_directly_with_fact():
+    run_id = factories.launch()
+    answer = lifecycle.cancel_run(run_id)
+    assert answer["cancelledNow"] is True
+    assert one("SELECT status FROM runs WHERE run_id = %s", [run_id]) == "cancelled"
+    assert one("SELECT count(*) FROM outbox WHERE event_id = %s", [f"{run_id}:run.cancelled"]) == 1
+    assert one("SELECT count(*) FROM compute_billing_jobs_v2 WHERE run_id = %s", [run_id]) == 1
+
+
+def test_cancel__waiting_run__queued_and_told_by_next_heartbeat():
+    parked = factories.parked_run()
+    answer = lifecycle.cancel_run(parked.run_id)
+    assert (answer["cancelQueued"], answer["cancelledNow"]) == (True, False)
+    assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "waiting"
+    assert lifecycle.heartbeat(parked.run_id, parked.attempt, parked.lease_token)["cancelRequested"] is True
+
+
+def test_cancel__then_failed_terminal__settles_cancelled_without_retry():
+    parked = factories.parked_run()
+    lifecycle.cancel_run(parked.run_id)
+    terminal.ingest_runner_terminal(parked.run_id, parked.attempt, parked.lease_token,
+                                    factories.failed_result("runner_lost"))
+    assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "cancelled"
+
+
+def test_cancel__unknown_run__not_found():
+    with pytest.raises(NotFound):
+        lifecycle.cancel_run("run_missing")
+
+
+def test_status__snapshot_without_secrets_and_with_queried_schema():
+    run_id = factories.launch(launch={"executorToken": "secret-executor", "runtimeBackend": "detached"},
+                              run_log_store="planet_scale", definition_scope="org")
+    snapshot = lifecycle.run_status(run_id)
+    assert snapshot["schedulerSchema"] == "runtime_scheduler"
+    assert snapshot["runLogStore"] == "planet_scale"
+    assert snapshot["runtimeBackend"] == "detached"
+    assert "definitionScope" not in snapshot
+    assert "secret-executor" not in str(snapshot)
+    assert lifecycle.run_status(run_id, include_definition_scope=True)["definitionScope"] == "org"
+    assert "runLogStore" not in lifecycle.run_status(factories.launch())
+
+
+def test_standing__reports_run_attempt_and_superseded():
+    parked = factories.parked_run()
+    assert lifecycle.attempt_standing(parked.run_id, 1) == {"runStatus": "waiting", "attemptStatus": "waiting", "superseded": False}
+    query("INSERT INTO attempts (run_id, attempt, status) VALUES (%s, 2, 'released')", [parked.run_id])
+    assert lifecycle.attempt_standing(parked.run_id, 1)["superseded"] is True
+    assert lifecycle.attempt_standing(parked.run_id, 7)["attemptStatus"] is None
+    assert lifecycle.attempt_standing("run_missing", 1) is None
+
+
+def test_array_input_intent__registers_only_for_the_current_attempt_of_its_org():
+    parked = factories.parked_run(org_id="org-a")
+    assert lifecycle.register_array_input_intent(parked.run_id, "org-b", 1) is False
+    assert lifecycle.register_array_input_intent(parked.run_id, "org-a", 2) is False
+    assert one("SELECT array_input_started FROM runs WHERE run_id = %s", [parked.run_id]) is False
+    assert lifecycle.register_array_input_intent(parked.run_id, "org-a", 1) is True
+    assert one("SELECT array_input_started FROM runs WHERE run_id = %s", [parked.run_id]) is True
+    with pytest.raises(NotFound):
+        lifecycle.register_array_input_intent("run_missing", "org-a", 1)
+
+
+def test_facts__created_at_strictly_increases_per_run_even_if_clock_is_behind():
+    parked = factories.parked_run()
+    # Pretend an earlier fact was written with a clock an hour ahead.
+    query("UPDATE outbox SET created_at = now() + interval '1 hour' WHERE event_id = %s", [f"{parked.run_id}:1:run.waiting"])
+    terminal.ingest_runner_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result(),
+                                    progress_events=[{"n": 1}, {"n": 2}])
+    rows = query("SELECT event_type, created_at FROM outbox WHERE run_id = %s ORDER BY created_at, event_id", [parked.run_id])
+    assert [row[0] for row in rows] == ["run.created", "run.started", "run.waiting", "run.progress", "run.progress", "run.completed"]
+    times = [row[1] for row in rows]
+    assert all(later > earlier for earlier, later in zip(times, times[1:]))
+    assert times[-1] - times[2] == dt.timedelta(microseconds=3)

@@ -1,0 +1,142 @@
+"""TRM-1..5: first-write-wins recording, the synthetic-loss fence, one-statement settlement."""
+
+import pytest
+
+from scheduler import terminal
+from scheduler.errors import LeaseMismatch, NotFound
+from tests import factories
+from tests.factories import loads, one, query
+
+pytestmark = pytest.mark.django_db
+
+
+def _result_and_log(run_id):
+    result, log = one("SELECT runner_result_json, runner_log_payload_json FROM attempts WHERE run_id = %s AND attempt = 1", [run_id])
+    return loads(result), loads(log)
+
+
+def test_record__first_write_wins__result_and_log_never_overwritten():
+    parked = factories.parked_run(run_log_store="planet_scale")
+    first = terminal.record_runner_terminal(parked.run_id, 1, factories.completed_result({"n": 1}), log_payload={"from": "first"})
+    second = terminal.record_runner_terminal(parked.run_id, 1, factories.failed_result(), log_payload={"from": "second"})
+    assert (first.recorded, first.is_this_result) == (True, True)
+    assert (second.recorded, second.is_this_result) == (True, False)
+    result, log = _result_and_log(parked.run_id)
+    assert result["output"] == {"n": 1} and log == {"from": "first"}
+
+
+def test_record__log_payload_kept_only_for_planet_scale_runs():
+    parked = factories.parked_run()
+    terminal.record_runner_terminal(parked.run_id, 1, factories.completed_result(), log_payload={"lines": ["x"]})
+    assert _result_and_log(parked.run_id)[1] is None
+
+
+def test_record__unknown_attempt__false_and_nothing_invented():
+    parked = factories.parked_run()
+    outcome = terminal.record_runner_terminal(parked.run_id, 9, factories.completed_result())
+    assert (outcome.attempt_exists, outcome.recorded) == (False, False)
+    assert one("SELECT count(*) FROM attempts WHERE run_id = %s", [parked.run_id]) == 1
+
+
+def test_synthetic_loss__matching_identity_records__stale_identity_refused():
+    parked = factories.parked_run()
+    query("UPDATE attempts SET heartbeat_at = '2026-01-01T00:00:00.000001Z' WHERE run_id = %s", [parked.run_id])
+    stale = terminal.record_runner_terminal(parked.run_id, 1, factories.failed_result("runner_lost"),
+                                            expected_heartbeat_identity="2026-01-01T00:00:00.000000Z")
+    assert stale.recorded is False
+    exact = terminal.record_runner_terminal(parked.run_id, 1, factories.failed_result("runner_lost"),
+                                            expected_heartbeat_identity="2026-01-01T00:00:00.000001Z")
+    assert exact.recorded is True
+
+
+def test_synthetic_loss__null_identity_means_no_heartbeat_ever():
+    parked = factories.parked_run()
+    assert terminal.record_runner_terminal(parked.run_id, 1, factories.failed_result("runner_lost"),
+                                           expected_heartbeat_identity=None).recorded is True
+
+
+def test_heartbeat_one_microsecond_later__defeats_synthetic_loss_with_older_identity():
+    from scheduler import lifecycle
+
+    parked = factories.parked_run()
+    # A heartbeat identity in the future makes the next bump exactly +1 µs.
+    query("UPDATE attempts SET heartbeat_at = '2999-01-01T00:00:00.000000Z' WHERE run_id = %s", [parked.run_id])
+    beat = lifecycle.heartbeat(parked.run_id, 1, parked.lease_token)
+    assert beat["heartbeatIdentity"] == "2999-01-01T00:00:00.000001Z"
+    refused = terminal.record_runner_terminal(parked.run_id, 1, factories.failed_result("runner_lost"),
+                                              expected_heartbeat_identity="2999-01-01T00:00:00.000000Z")
+    assert refused.recorded is False
+    assert _result_and_log(parked.run_id)[0] is None
+
+
+def test_synthetic_loss__after_a_real_result__reports_recorded_without_overwriting():
+    parked = factories.parked_run()
+    terminal.record_runner_terminal(parked.run_id, 1, factories.completed_result())
+    late = terminal.record_runner_terminal(parked.run_id, 1, factories.failed_result("runner_lost"),
+                                           expected_heartbeat_identity="2000-01-01T00:00:00.000000Z")
+    assert (late.recorded, late.is_this_result) == (True, False)
+    assert _result_and_log(parked.run_id)[0]["status"] == "completed"
+
+
+def test_settle__completed__attempt_run_billing_cleanup_and_fact_in_one_go():
+    parked = factories.parked_run(provider="daytona", routing_domain="org-a")
+    answer = terminal.ingest_runner_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
+    assert answer == {"recorded": True, "settled": True, "runStatus": "completed"}
+    assert one("SELECT status FROM attempts WHERE run_id = %s", [parked.run_id]) == "completed"
+    assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "completed"
+    assert one("SELECT status FROM compute_billing_jobs_v2 WHERE run_id = %s", [parked.run_id]) == "pending"
+    assert query("SELECT provider, sandbox_id, routing_domain, attempt, status FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s",
+                 [parked.run_id]) == [("daytona", parked.sandbox_id, "org-a", 1, "pending")]
+    assert one("SELECT count(*) FROM outbox WHERE event_id = %s", [f"{parked.run_id}:run.completed"]) == 1
+
+
+def test_settle__twice__second_is_a_no_op():
+    parked = factories.parked_run()
+    terminal.ingest_runner_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
+    before = factories.table_state()
+    assert terminal.settle_attempt(parked.run_id, 1, parked.lease_token) is None
+    again = terminal.ingest_runner_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
+    assert again["settled"] is False
+    assert factories.table_state() == before
+
+
+def test_settle__retryable_failure_with_attempts_left__run_queued_with_attempt_failed_fact():
+    parked = factories.parked_run(max_attempts=2)
+    answer = terminal.ingest_runner_terminal(parked.run_id, 1, parked.lease_token, factories.failed_result("runner_lost"))
+    assert answer["runStatus"] == "queued"
+    assert one("SELECT status, suspension_json FROM runs WHERE run_id = %s", [parked.run_id]) == ("queued", None)
+    assert one("SELECT count(*) FROM outbox WHERE event_id = %s", [f"{parked.run_id}:1:run.attempt_failed"]) == 1
+    assert one("SELECT count(*) FROM compute_billing_jobs_v2 WHERE run_id = %s", [parked.run_id]) == 0
+    # The retried attempt's sandbox still gets its cleanup obligation.
+    assert one("SELECT count(*) FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s AND attempt = 1", [parked.run_id]) == 1
+    second = factories.claim(parked.run_id)
+    assert second.attempt == 2
+
+
+def test_settle__retryable_failure_on_last_attempt__failed():
+    parked = factories.parked_run(max_attempts=1)
+    assert terminal.ingest_runner_terminal(parked.run_id, 1, parked.lease_token,
+                                           factories.failed_result("runner_lost"))["runStatus"] == "failed"
+
+
+def test_settle__non_retryable_failure__failed():
+    parked = factories.parked_run(max_attempts=3)
+    assert terminal.ingest_runner_terminal(parked.run_id, 1, parked.lease_token,
+                                           factories.failed_result("wait_deadline_exceeded"))["runStatus"] == "failed"
+
+
+def test_settle__newer_attempt_exists__refused():
+    parked = factories.parked_run()
+    terminal.record_runner_terminal(parked.run_id, 1, factories.completed_result())
+    query("INSERT INTO attempts (run_id, attempt, status) VALUES (%s, 2, 'claimed')", [parked.run_id])
+    assert terminal.settle_attempt(parked.run_id, 1, parked.lease_token) is None
+    assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "waiting"
+
+
+def test_ingest__unknown_attempt_404__lease_mismatch_409():
+    parked = factories.parked_run()
+    with pytest.raises(NotFound):
+        terminal.ingest_runner_terminal(parked.run_id, 5, parked.lease_token, factories.completed_result())
+    with pytest.raises(LeaseMismatch):
+        terminal.ingest_runner_terminal(parked.run_id, 1, "other-lease", factories.completed_result())
+    assert _result_and_log(parked.run_id)[0] is None

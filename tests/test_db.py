@@ -1,0 +1,36 @@
+"""The statement runner: bound parameters, dict rows, per-statement timeout, psycopg errors surfaced."""
+
+import psycopg
+import pytest
+
+from scheduler import db
+from tests import factories
+from tests.support import connect
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_rows_are_dicts_with_json_decoded():
+    run_id = factories.launch(input={"a": [1, 2]})
+    row = db.fetch_one("runs_read_status", {"run_id": run_id})
+    assert row["run_id"] == run_id and row["attempts"] == []
+
+
+def test_database_error__surfaces_as_psycopg_error_with_statement_name():
+    with pytest.raises(psycopg.errors.CheckViolation) as raised:
+        db.fetch_one("runs_launch", {
+            "release_keys": [], "run_id": "r1", "org_id": None, "play_name": "p", "graph_hash": None,
+            "runtime_profile": None, "definition_scope": "galaxy", "launch": "{}", "input": None,
+            "run_log_store": None, "max_attempts": 1, "wait_deadline": None,
+        })
+    assert "in SQL statement runs_launch" in raised.value.__notes__
+
+
+def test_timeout__a_blocked_statement_is_cancelled_after_its_own_timeout():
+    run_id = factories.launch()
+    with connect(autocommit=False) as holder:
+        holder.execute("SELECT 1 FROM runtime_scheduler.runs WHERE run_id = %s FOR UPDATE", [run_id])
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            db.fetch_one("runs_cancel", {"run_id": run_id, "reason": "test"}, timeout_ms=200)
+        holder.rollback()
+    assert db.fetch_one("runs_cancel", {"run_id": run_id, "reason": "test"})["cancelled"] is True
