@@ -26,6 +26,7 @@ ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[:
 SCHEDULER_SCHEMA = validate_schema_name(env.str("SCHEDULER_SCHEMA", default="runtime_scheduler"))
 SCHEDULER_INTERNAL_TOKEN = env.str("SCHEDULER_INTERNAL_TOKEN", default="")
 SCHEDULER_STATEMENT_TIMEOUT_MS = env.int("SCHEDULER_STATEMENT_TIMEOUT_MS", default=30_000)
+SCHEDULER_PREPARE_STATEMENTS = env.bool("SCHEDULER_PREPARE_STATEMENTS", default=True)
 
 if env.str("DATABASE_URL", default=""):
     DATABASES = {"default": env.db_url("DATABASE_URL")}
@@ -47,6 +48,9 @@ DATABASES["default"]["OPTIONS"]["options"] = (
     f"-c statement_timeout={SCHEDULER_STATEMENT_TIMEOUT_MS}"
 )
 DATABASES["default"]["OPTIONS"].setdefault("application_name", env.str("SCHEDULER_APPLICATION_NAME", default="run-scheduler"))
+# Django turns psycopg's statement preparing off; the scheduler's named
+# statements ask for it explicitly (scheduler/db.py), the ORM still does not.
+DATABASES["default"]["OPTIONS"].setdefault("prepare_threshold", 5 if SCHEDULER_PREPARE_STATEMENTS else None)
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=0)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("TEST", {})

@@ -42,6 +42,7 @@ class _Settings:
         "SCHEDULER_STATEMENT_TIMEOUT_MS": 30_000,
         "SCHEDULER_CLAIM_LEASE_SECONDS": 300,
         "SCHEDULER_MAX_REQUEST_BYTES": 1024 * 1024,
+        "SCHEDULER_PREPARE_STATEMENTS": True,
     }
 
     def __getattr__(self, name: str):

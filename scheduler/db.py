@@ -1,18 +1,24 @@
 """Run a named SQL statement: bound parameters, dict rows, per-statement timeout.
 
 Why: every atomic state change is one statement kept in scheduler/sql/; this
-is the only way code reaches them. Database errors come out as psycopg's
-own exceptions (with `.sqlstate`), with the statement name added as a note,
-so callers can match SQLSTATEs such as 42703 without Django's wrapper.
+is the only way code reaches them. Statements run on Django's connection
+(same session, same transaction) through a server-side-binding psycopg
+cursor and are prepared per connection: the CTE statements cost more to plan
+than to execute. SCHEDULER_PREPARE_STATEMENTS=false turns preparing off (for
+a transaction-pooling bouncer). Database errors come out as psycopg's own
+exceptions (with `.sqlstate`), with the statement name added as a note, so
+callers can match SQLSTATEs such as 42703 without Django's wrapper.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from typing import Any
 
 import psycopg
-from django.db import DatabaseError, connections, transaction
+from django.db import connections, transaction
 
 from scheduler import sql as sql_blocks
 from scheduler.conf import scheduler_settings
@@ -22,16 +28,42 @@ def statement_sql(name: str, schema: str | None = None) -> str:
     return sql_blocks.statement(name, schema or scheduler_settings.SCHEMA)
 
 
-def _execute(cursor, name: str, sql: str, params: dict[str, Any], timeout_ms: int | None) -> None:
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
+
+
+@functools.cache
+def _compiled(name: str, schema: str) -> tuple[str, tuple[str, ...]]:
+    """The block with `%(name)s` turned into `$n` once, and the parameter order.
+
+    psycopg only caches its own conversion for short queries; the CTE
+    statements are longer, so they are converted here, once.
+    """
+    names: list[str] = []
+
+    def number(match):
+        if match.group(0) == "%%":
+            return "%"
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    return _PLACEHOLDER.sub(number, statement_sql(name, schema)), tuple(names)
+
+
+def _arguments(name: str, names: tuple[str, ...], params: dict[str, Any]) -> list[Any]:
+    missing = [key for key in names if key not in params]
+    if missing:
+        raise KeyError(f"SQL statement {name} needs parameter(s) {', '.join(missing)}")
+    return [params[key] for key in names]
+
+
+def _execute(cursor, name: str, sql: str, arguments: list[Any], timeout_ms: int | None) -> None:
     try:
         if timeout_ms is not None:
-            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [f"{int(timeout_ms)}ms"])
-        cursor.execute(sql, params)
-    except DatabaseError as exc:
-        cause = exc.__cause__
-        if isinstance(cause, psycopg.Error):
-            cause.add_note(f"in SQL statement {name}")
-            raise cause from None
+            cursor.execute("SELECT set_config('statement_timeout', $1, true)", [f"{int(timeout_ms)}ms"])
+        cursor.execute(sql, arguments, prepare=bool(scheduler_settings.PREPARE_STATEMENTS))
+    except psycopg.Error as exc:
+        exc.add_note(f"in SQL statement {name}")
         raise
 
 
@@ -49,12 +81,15 @@ def run(
     statement_timeout is set locally (inside an outer atomic block the
     setting lasts until that block ends).
     """
-    sql = statement_sql(name, schema)
-    params = params or {}
+    sql, names = _compiled(name, schema or scheduler_settings.SCHEMA)
+    arguments = _arguments(name, names, params or {})
     connection = connections[using]
+    connection.ensure_connection()
     with transaction.atomic(using=using, savepoint=False) if timeout_ms is not None else _nullcontext():
-        with connection.cursor() as cursor:
-            _execute(cursor, name, sql, params, timeout_ms)
+        # A RawCursor binds server-side ($n placeholders), which preparing
+        # needs; Django's own cursors interpolate client-side.
+        with psycopg.RawCursor(connection.connection) as cursor:
+            _execute(cursor, name, sql, arguments, timeout_ms)
             rows: list[dict[str, Any]] = []
             if cursor.description is not None:
                 rows = _dict_rows(cursor.description, cursor.fetchall())

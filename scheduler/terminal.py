@@ -54,6 +54,13 @@ def validate_progress_events(events: Any) -> list:
     return events
 
 
+def _check_identity(identity: Any, synthetic: bool) -> None:
+    """TRM-3: the exact microsecond identity, or None for "no heartbeat ever"."""
+    if synthetic and identity is not None:
+        if not isinstance(identity, str) or not HEARTBEAT_IDENTITY.fullmatch(identity):
+            raise InvalidInput("expectedHeartbeatIdentity must be YYYY-MM-DDTHH:MM:SS.ffffffZ or null")
+
+
 def record_runner_terminal(
     run_id: str,
     attempt: int,
@@ -70,9 +77,7 @@ def record_runner_terminal(
     heartbeat ever"; leaving it out is ordinary runner ingress.
     """
     synthetic = expected_heartbeat_identity is not _ORDINARY
-    if synthetic and expected_heartbeat_identity is not None:
-        if not isinstance(expected_heartbeat_identity, str) or not HEARTBEAT_IDENTITY.fullmatch(expected_heartbeat_identity):
-            raise InvalidInput("expectedHeartbeatIdentity must be YYYY-MM-DDTHH:MM:SS.ffffffZ or null")
+    _check_identity(expected_heartbeat_identity, synthetic)
     envelope = dict(result)
     if progress_events:
         envelope["terminalProgressEvents"] = progress_events
@@ -91,24 +96,51 @@ def record_runner_terminal(
     return RecordOutcome(row["attempt_exists"], row["lease_matches"], row["recorded"], row["is_this_result"])
 
 
-def settle_attempt(run_id: str, attempt: int, lease_token: str) -> dict | None:
-    """TRM-4: settle a recorded terminal; None when it was already settled or is not current."""
+def settle_attempt(
+    run_id: str,
+    attempt: int,
+    lease_token: str | None,
+    result: dict | None = None,
+    *,
+    progress_events: list | None = None,
+    log_payload: Any = None,
+    expected_heartbeat_identity: Any = _ORDINARY,
+) -> dict:
+    """TRM-4 (with TRM-1/TRM-2 when `result` is given): one statement records and settles.
+
+    Returns attempt_exists, lease_matches, recorded, is_this_result, and
+    run_status/outcome (None when nothing was settled: already settled, not
+    current, or no terminal recorded).
+    """
+    synthetic = expected_heartbeat_identity is not _ORDINARY
+    _check_identity(expected_heartbeat_identity, synthetic)
+    envelope = None
+    if result is not None:
+        envelope = dict(result)
+        if progress_events:
+            envelope["terminalProgressEvents"] = progress_events
     return db.fetch_one(
         "attempts_settle",
-        {"run_id": run_id, "attempt": attempt, "lease_token": lease_token, "retryable_codes": RETRYABLE_CODES},
+        {
+            "run_id": run_id,
+            "attempt": attempt,
+            "lease_token": lease_token,
+            "result": None if envelope is None else json.dumps(envelope),
+            "log_payload": None if log_payload is None else json.dumps(log_payload),
+            "synthetic": synthetic,
+            "expected_heartbeat_at": expected_heartbeat_identity if synthetic else None,
+            "retryable_codes": RETRYABLE_CODES,
+        },
     )
 
 
 def ingest_runner_terminal(
     run_id: str, attempt: int, lease_token: str, result: dict, progress_events: list | None = None, log_payload: Any = None
 ) -> dict:
-    """The runner's terminal request: record, then settle. 404 unknown attempt, 409 lease mismatch."""
-    outcome = record_runner_terminal(
-        run_id, attempt, result, lease_token=lease_token, progress_events=progress_events, log_payload=log_payload
-    )
-    if not outcome.attempt_exists:
+    """The runner's terminal request: record and settle in one statement. 404 unknown attempt, 409 lease mismatch."""
+    outcome = settle_attempt(run_id, attempt, lease_token, result, progress_events=progress_events, log_payload=log_payload)
+    if not outcome["attempt_exists"]:
         raise NotFound(f"attempt {attempt} of run {run_id} not found")
-    if not outcome.lease_matches:
+    if not outcome["lease_matches"]:
         raise LeaseMismatch(f"lease does not match attempt {attempt} of run {run_id}")
-    settled = settle_attempt(run_id, attempt, lease_token)
-    return {"recorded": outcome.recorded, "settled": settled is not None, "runStatus": settled and settled["run_status"]}
+    return {"recorded": outcome["recorded"], "settled": outcome["run_status"] is not None, "runStatus": outcome["run_status"]}

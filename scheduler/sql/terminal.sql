@@ -34,37 +34,55 @@ SELECT EXISTS (SELECT 1 FROM target_attempt) AS attempt_exists,
        coalesce((SELECT recorded.is_this_result FROM recorded), false) AS is_this_result;
 
 -- name: attempts_settle
--- Settle a recorded runner terminal in one statement: attempt, run (terminal or queued for a retry), billing job, cleanup obligation, progress and terminal facts (TRM-4, TRM-5).
+-- Record a runner terminal first-write-wins (TRM-1/TRM-2) and, when the attempt is current, settle it in the same statement: attempt, run (terminal or queued for a retry), billing job, cleanup obligation, progress and terminal facts (TRM-4, TRM-5). With a null result it only settles what is recorded.
 WITH locked_run AS MATERIALIZED (
-    SELECT run.run_id, run.max_attempts, run.launch_json, run.suspension_json
+    -- Run lock before attempt lock, as every writer of both takes them.
+    SELECT run.run_id, run.status, run.max_attempts, run.launch_json, run.suspension_json,
+           run.run_log_store = 'planet_scale' AS keeps_log_payload
     FROM __schema__.runs AS run
-    WHERE run.run_id = %(run_id)s::text AND run.status IN ('queued', 'running', 'waiting')
+    WHERE run.run_id = %(run_id)s::text
     FOR NO KEY UPDATE
-), verdict AS MATERIALIZED (
-    SELECT attempt.run_id, attempt.attempt, attempt.runner_result_json AS result,
-           locked_run.launch_json, locked_run.suspension_json,
-           CASE
-               WHEN attempt.runner_result_json ->> 'status' = 'completed' THEN 'completed'
-               WHEN EXISTS (
-                   SELECT 1 FROM __schema__.control AS cancel
-                   WHERE cancel.key = 'runtime_cancel:' || attempt.run_id
-               ) THEN 'cancelled'
-               WHEN attempt.runner_result_json -> 'error' ->> 'code' = ANY (%(retryable_codes)s::text[])
-                    AND attempt.attempt < locked_run.max_attempts THEN 'retry'
-               ELSE 'failed'
-           END AS outcome
+), target AS MATERIALIZED (
+    SELECT attempt.run_id, attempt.attempt, attempt.status, attempt.runner_result_json AS prior_result,
+           attempt.runner_log_payload_json AS prior_log_payload,
+           locked_run.launch_json, locked_run.suspension_json, locked_run.max_attempts, locked_run.keeps_log_payload,
+           (%(lease_token)s::text IS NULL OR attempt.lease_token = %(lease_token)s::text) AS lease_matches,
+           attempt.runner_result_json IS NULL
+               AND attempt.status NOT IN ('completed', 'failed')
+               AND %(result)s::jsonb IS NOT NULL
+               AND (NOT %(synthetic)s::boolean
+                    OR attempt.heartbeat_at IS NOT DISTINCT FROM %(expected_heartbeat_at)s::timestamptz) AS records_now,
+           attempt.status IN ('claimed', 'running', 'waiting')
+               AND locked_run.status IN ('queued', 'running', 'waiting')
+               AND NOT EXISTS (
+                   SELECT 1 FROM __schema__.attempts AS newer
+                   WHERE newer.run_id = attempt.run_id AND newer.attempt > attempt.attempt
+                     AND newer.status IN ('claimed', 'running', 'waiting', 'completed', 'failed')
+               ) AS current
     FROM __schema__.attempts AS attempt
     JOIN locked_run ON locked_run.run_id = attempt.run_id
     WHERE attempt.attempt = %(attempt)s::integer
-      AND attempt.lease_token = %(lease_token)s::text
-      AND attempt.status IN ('claimed', 'running', 'waiting')
-      AND attempt.runner_result_json ->> 'status' IN ('completed', 'failed')
-      AND NOT EXISTS (
-          SELECT 1 FROM __schema__.attempts AS newer
-          WHERE newer.run_id = attempt.run_id AND newer.attempt > attempt.attempt
-            AND newer.status IN ('claimed', 'running', 'waiting', 'completed', 'failed')
-      )
     FOR NO KEY UPDATE OF attempt
+), recorded AS MATERIALIZED (
+    SELECT target.*,
+           CASE WHEN target.records_now AND target.lease_matches THEN %(result)s::jsonb ELSE target.prior_result END AS result
+    FROM target
+), verdict AS MATERIALIZED (
+    SELECT recorded.*,
+           CASE
+               WHEN recorded.result ->> 'status' = 'completed' THEN 'completed'
+               WHEN EXISTS (
+                   SELECT 1 FROM __schema__.control AS cancel
+                   WHERE cancel.key = 'runtime_cancel:' || recorded.run_id
+               ) THEN 'cancelled'
+               WHEN recorded.result -> 'error' ->> 'code' = ANY (%(retryable_codes)s::text[])
+                    AND recorded.attempt < recorded.max_attempts THEN 'retry'
+               ELSE 'failed'
+           END AS outcome
+    FROM recorded
+    WHERE recorded.current
+      AND recorded.lease_matches
+      AND recorded.result ->> 'status' IN ('completed', 'failed')
 ), fact_clock AS MATERIALIZED (
     -- One base time for every fact this statement writes, so their order is causal.
     SELECT verdict.run_id, __schema__.next_fact_time(verdict.run_id, 0) AS base FROM verdict
@@ -93,18 +111,31 @@ WITH locked_run AS MATERIALIZED (
             WHEN jsonb_typeof(verdict.result -> 'stats') = 'object' THEN verdict.result -> 'stats' -> 'runtimeResources'
         END AS resources
     ) AS source
-), settled_attempt AS (
-    UPDATE __schema__.attempts AS target
-    SET status = CASE verdict.outcome
+), written_attempt AS (
+    UPDATE __schema__.attempts AS attempt
+    SET runner_result_json = recorded.result,
+        runner_log_payload_json = CASE
+            WHEN recorded.records_now AND recorded.keeps_log_payload THEN %(log_payload)s::jsonb
+            ELSE recorded.prior_log_payload
+        END,
+        runner_terminal_received_at = coalesce(attempt.runner_terminal_received_at,
+                                               CASE WHEN recorded.records_now THEN clock_timestamp() END),
+        status = CASE verdict.outcome
             WHEN 'completed' THEN 'completed'
             WHEN 'cancelled' THEN 'cancelled'
-            ELSE 'failed'
+            WHEN 'failed' THEN 'failed'
+            WHEN 'retry' THEN 'failed'
+            ELSE attempt.status
         END,
-        finished_at = now(),
+        finished_at = CASE WHEN verdict.outcome IS NULL THEN attempt.finished_at ELSE now() END,
         updated_at = now()
-    FROM verdict
-    WHERE target.run_id = verdict.run_id AND target.attempt = verdict.attempt
-    RETURNING target.run_id
+    FROM recorded
+    LEFT JOIN verdict ON verdict.run_id = recorded.run_id
+    WHERE attempt.run_id = recorded.run_id
+      AND attempt.attempt = recorded.attempt
+      AND recorded.lease_matches
+      AND ((recorded.records_now) OR verdict.outcome IS NOT NULL)
+    RETURNING attempt.run_id
 ), run_after AS (
     UPDATE __schema__.runs AS run
     SET status = CASE WHEN verdict.outcome = 'retry' THEN 'queued' ELSE verdict.outcome END,
@@ -139,7 +170,6 @@ WITH locked_run AS MATERIALIZED (
       AND verdict.suspension_json -> 'runnerAttempt' = to_jsonb(verdict.attempt)
       AND nullif(verdict.suspension_json -> 'runtimeSandboxRef' ->> 'sandboxId', '') IS NOT NULL
     ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
-    RETURNING sandbox_id
 ), progress_facts AS (
     INSERT INTO __schema__.outbox (event_id, run_id, event_type, payload_json, lane, created_at)
     SELECT verdict.run_id || ':' || verdict.attempt || ':run.progress:' || progress.position,
@@ -186,16 +216,17 @@ WITH locked_run AS MATERIALIZED (
            fact_clock.base + CASE WHEN jsonb_typeof(verdict.result -> 'terminalProgressEvents') = 'array'
                     THEN jsonb_array_length(verdict.result -> 'terminalProgressEvents') ELSE 0 END * interval '1 microsecond'
     FROM verdict
-    JOIN fact_clock ON fact_clock.run_id = verdict.run_id
     JOIN run_after ON run_after.run_id = verdict.run_id
     JOIN performance ON performance.run_id = verdict.run_id
+    JOIN fact_clock ON fact_clock.run_id = verdict.run_id
     ON CONFLICT (event_id) DO NOTHING
-    RETURNING event_id
 )
-SELECT run_after.run_id, run_after.status AS run_status, verdict.outcome,
-       (SELECT count(*) FROM cleanup_obligation) AS cleanup_obligations
-FROM run_after
-JOIN verdict ON verdict.run_id = run_after.run_id;
+SELECT EXISTS (SELECT 1 FROM target) AS attempt_exists,
+       coalesce((SELECT lease_matches FROM target), false) AS lease_matches,
+       coalesce((SELECT result IS NOT NULL AND lease_matches FROM recorded), false) AS recorded,
+       coalesce((SELECT records_now AND lease_matches FROM recorded), false) AS is_this_result,
+       (SELECT status FROM run_after) AS run_status,
+       (SELECT outcome FROM verdict) AS outcome;
 
 -- name: attempts_list_unsettled_terminals
 -- Recorded runner terminals on still-open attempts, for settlement by whoever comes first (SWP-5, TRM-7).

@@ -77,7 +77,7 @@ def test_array_intent_vs_settlement__never_registered_after_the_terminal_committ
         may_commit.set()
     settler.join(30)
     registrar.join(30)
-    assert settled.get() is not None
+    assert settled.get()["run_status"] == "completed"
     assert registered.get() is False
     assert one("SELECT status, array_input_started FROM runs WHERE run_id = %s", [parked.run_id]) == ("completed", False)
 
@@ -92,7 +92,7 @@ def test_array_intent_vs_settlement__200_trials__registered_then_terminal_or_ref
             lambda run=run: lifecycle.register_array_input_intent(run.run_id, "org-a", 1),
             lambda run=run: terminal.settle_attempt(run.run_id, 1, run.lease_token),
         )
-        assert settled.get() is not None
+        assert settled.get()["run_status"] == "completed"
         status, started = one("SELECT status, array_input_started FROM runs WHERE run_id = %s", [run.run_id])
         assert status == "completed"
         assert started is registered.get()

@@ -94,7 +94,7 @@ def test_settle__twice__second_is_a_no_op():
     parked = factories.parked_run()
     terminal.ingest_runner_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
     before = factories.table_state()
-    assert terminal.settle_attempt(parked.run_id, 1, parked.lease_token) is None
+    assert terminal.settle_attempt(parked.run_id, 1, parked.lease_token)["run_status"] is None
     again = terminal.ingest_runner_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
     assert again["settled"] is False
     assert factories.table_state() == before
@@ -129,7 +129,7 @@ def test_settle__newer_attempt_exists__refused():
     parked = factories.parked_run()
     terminal.record_runner_terminal(parked.run_id, 1, factories.completed_result())
     query("INSERT INTO attempts (run_id, attempt, status) VALUES (%s, 2, 'claimed')", [parked.run_id])
-    assert terminal.settle_attempt(parked.run_id, 1, parked.lease_token) is None
+    assert terminal.settle_attempt(parked.run_id, 1, parked.lease_token)["run_status"] is None
     assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "waiting"
 
 

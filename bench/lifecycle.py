@@ -1,0 +1,238 @@
+"""Lifecycle benchmarks (issue 3): settlement throughput, the full claim->settle
+cycle against pgqueuer and procrastinate, and runner-terminal latency through
+gunicorn. Prints one table. Run: ./dev bench lifecycle [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import harness
+
+SETTLE_ATTEMPTS = 20_000
+CYCLE_RUNS = 20_000
+HTTP_REQUESTS = 4_000
+
+
+def seed_parked(count: int, prefix: str) -> list[tuple[str, str]]:
+    """Parked runs (waiting on attempt 1 in a local sandbox), written in bulk."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO runs (run_id, org_id, play_name, status, launch_json, suspension_json, max_attempts, started_at)
+            SELECT %(prefix)s || i, 'org', 'bench', 'waiting', '{}'::jsonb,
+                   jsonb_build_object('kind', 'detached_runner', 'runnerAttempt', 1,
+                       'runtimeSandboxRef', jsonb_build_object('provider', 'local', 'sandboxId', 'sb-' || %(prefix)s || i),
+                       'startedAtMs', 0, 'heartbeatTimeoutMs', 30000),
+                   1, now()
+            FROM generate_series(1, %(count)s) AS i;
+            INSERT INTO attempts (run_id, attempt, status, lease_token, lease_expires_at)
+            SELECT %(prefix)s || i, 1, 'waiting', 'lease-' || i, now() + interval '1 hour'
+            FROM generate_series(1, %(count)s) AS i;
+            ANALYZE runs; ANALYZE attempts;
+            """,
+            {"prefix": prefix, "count": count},
+        )
+    return [(f"{prefix}{i}", f"lease-{i}") for i in range(1, count + 1)]
+
+
+def seed_queued(count: int, prefix: str) -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO runs (run_id, org_id, play_name, status, launch_json, max_attempts, created_at)
+            SELECT %(prefix)s || lpad(i::text, 8, '0'), 'org', 'bench', 'queued', '{}'::jsonb, 1,
+                   now() + i * interval '1 microsecond'
+            FROM generate_series(1, %(count)s) AS i;
+            INSERT INTO outbox (event_id, run_id, event_type, payload_json)
+            SELECT %(prefix)s || lpad(i::text, 8, '0') || ':run.created', %(prefix)s || lpad(i::text, 8, '0'), 'run.created', '{}'
+            FROM generate_series(1, %(count)s) AS i;
+            ANALYZE runs; ANALYZE outbox;
+            """,
+            {"prefix": prefix, "count": count},
+        )
+
+
+RESULT = {"status": "completed", "output": {"ok": True},
+          "stats": {"runtimeResources": {"cpuMs": 1, "wallMs": 2, "peakMemoryBytes": 3}}}
+
+
+def run_workers(count: int, work) -> float:
+    from django.db import connections
+
+    barrier = threading.Barrier(count + 1)
+    errors = []
+
+    def worker(index):
+        try:
+            barrier.wait()
+            work(index)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    if errors:
+        raise errors[0]
+    return elapsed
+
+
+def bench_settlement(count: int) -> float:
+    from scheduler import terminal
+
+    parked = seed_parked(count, "settle-")
+    settlers = 4
+
+    def settle_slice(index):
+        for run_id, lease in parked[index::settlers]:
+            answer = terminal.ingest_runner_terminal(run_id, 1, lease, RESULT)
+            assert answer["settled"], answer
+
+    return count / run_workers(settlers, settle_slice)
+
+
+def bench_full_cycle(count: int) -> float:
+    from scheduler import lifecycle, terminal
+
+    seed_queued(count, "cycle-")
+    done = [0] * 8
+
+    def cycle(index):
+        while True:
+            claims = lifecycle.claim_runs(1)
+            if not claims:
+                return
+            claim = claims[0]
+            settled = terminal.settle_attempt(claim.run_id, claim.attempt, claim.lease_token, RESULT)
+            if settled["run_status"] == "completed":
+                done[index] += 1
+
+    elapsed = run_workers(8, cycle)
+    assert sum(done) == count, sum(done)
+    return count / elapsed
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def bench_http_terminal(bench_url: str, count: int) -> tuple[float, float, float]:
+    from scheduler.api.auth import mint_runner_token
+
+    parked = seed_parked(count, "http-")
+    port = free_port()
+    env = dict(os.environ, DATABASE_URL=bench_url, SCHEDULER_WEB_WORKERS="2", SCHEDULER_WEB_THREADS="8",
+               CONN_MAX_AGE="60", SECRET_KEY=os.environ["SECRET_KEY"])
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "-c", str(harness.PROJECT_DIR / "config" / "gunicorn.conf.py"),
+         "--bind", f"127.0.0.1:{port}", "--access-logfile", "/dev/null"],
+        cwd=harness.PROJECT_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        latencies: list[float] = []
+        lock = threading.Lock()
+        clients = 16
+
+        def client(index):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            mine = []
+            for run_id, lease in parked[index::clients]:
+                body = json.dumps({"runId": run_id, "attempt": 1, "leaseToken": lease, "result": RESULT})
+                headers = {"Content-Type": "application/json",
+                           "Authorization": f"Bearer {mint_runner_token(run_id, 1, lease)}"}
+                started = time.perf_counter()
+                conn.request("POST", "/internal/runner/terminal", body, headers)
+                response = conn.getresponse()
+                response.read()
+                mine.append(time.perf_counter() - started)
+                assert response.status == 200, response.status
+            with lock:
+                latencies.extend(mine)
+
+        elapsed = run_workers(clients, client)
+        return harness.percentile(latencies, 0.5) * 1000, harness.percentile(latencies, 0.99) * 1000, count / elapsed
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(30)
+
+
+def bench_peers(server_url: str, count: int) -> dict[str, float]:
+    """Run the peer drivers in their own virtual environment (bench/peers/)."""
+    python = harness.PROJECT_DIR / "bench" / ".peers-venv" / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(python.parent.parent)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "-r",
+                        str(harness.PROJECT_DIR / "bench" / "peers" / "requirements.txt")], check=True)
+    rates = {}
+    for peer in ("procrastinate", "pgqueuer"):
+        url = harness.recreate_database(server_url, f"peer_{peer}")
+        output = subprocess.run(
+            [str(python), str(harness.PROJECT_DIR / "bench" / "peers" / f"{peer}_driver.py"),
+             url, str(count), "8"],
+            capture_output=True, text=True, check=True,
+        ).stdout
+        rates[peer] = float(json.loads(output.strip().splitlines()[-1])["jobs_per_second"])
+    return rates
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="a tenth of the sizes, for a smoke run")
+    parser.add_argument("--skip-peers", action="store_true")
+    args = parser.parse_args()
+    scale = 10 if args.quick else 1
+    server_url = harness.server_url()
+    bench_url = harness.recreate_database(server_url)
+    harness.setup_django(bench_url)
+    from django.db import connections
+
+    settled = bench_settlement(SETTLE_ATTEMPTS // scale)
+    connections.close_all()
+    limit = harness.pgbench_limit(bench_url, harness.CLAIM_AND_UPDATE, clients=4)
+    cycle = bench_full_cycle(CYCLE_RUNS // scale)
+    connections.close_all()
+    p50, p99, http_rate = bench_http_terminal(bench_url, HTTP_REQUESTS // scale)
+    rows = [("measure", "value", "reference", "ratio", "target")]
+    rows.append(("settlement, 4 settlers (terminals/s)", f"{settled:.0f}", f"pgbench claim+update c=4: {limit:.0f} tps",
+                 f"{settled / limit:.2f}", ">= 0.40"))
+    peers = {} if args.skip_peers else bench_peers(server_url, CYCLE_RUNS // scale)
+    rows.append(("full cycle claim->settle, 8 workers (runs/s)", f"{cycle:.0f}", "", "", ""))
+    for name, rate in peers.items():
+        rows.append((f"  vs {name}, 8 workers (jobs/s)", f"{rate:.0f}", f"{name}", f"{cycle / rate:.2f}", ">= 1.00"))
+    rows.append(("POST /internal/runner/terminal, 16 clients", f"p50 {p50:.1f} ms", f"p99 {p99:.1f} ms",
+                 f"{http_rate:.0f} req/s", ""))
+    harness.print_table(f"lifecycle benchmark ({'quick' if args.quick else 'full'}; server {harness.libpq_params(server_url)['host']})", rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""pgqueuer, through its public API: N jobs pre-enqueued (not timed), then W
+queue managers (one connection each) dequeuing one job at a time (batch_size=1)
+and marking it done, in drain mode.
+Usage: pgqueuer_driver.py DATABASE_URL N W  -> prints {"jobs_per_second": ...}
+"""
+
+import asyncio
+import json
+import sys
+import time
+
+import asyncpg
+from pgqueuer import AsyncpgDriver, QueueManager, Queries
+from pgqueuer.types import QueueExecutionMode
+
+conninfo, total, workers = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+dsn = conninfo  # a postgresql:// URL (asyncpg reads host= for a socket directory)
+
+
+async def main():
+    setup = await asyncpg.connect(dsn)
+    queries = Queries(AsyncpgDriver(setup))
+    await queries.install()
+    for start in range(0, total, 1000):
+        size = min(1000, total - start)
+        await queries.enqueue(["noop"] * size, [None] * size, [0] * size)
+    done = 0
+    managers = []
+    for _ in range(workers):
+        manager = QueueManager(Queries(AsyncpgDriver(await asyncpg.connect(dsn))))
+
+        @manager.entrypoint("noop")
+        async def noop(job):
+            nonlocal done
+            done += 1
+
+        managers.append(manager)
+    started = time.perf_counter()
+    await asyncio.gather(*(m.run(batch_size=1, mode=QueueExecutionMode.drain) for m in managers))
+    elapsed = time.perf_counter() - started
+    assert done == total, done
+    print(json.dumps({"jobs_per_second": total / elapsed, "seconds": elapsed}))
+
+
+asyncio.run(main())
