@@ -11,7 +11,7 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from scheduler.conf import validate_schema_name
+from scheduler.conf import parse_daytona_keys, parse_modal_tokens, validate_provider_name, validate_schema_name
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -27,6 +27,20 @@ SCHEDULER_SCHEMA = validate_schema_name(env.str("SCHEDULER_SCHEMA", default="run
 SCHEDULER_INTERNAL_TOKEN = env.str("SCHEDULER_INTERNAL_TOKEN", default="")
 SCHEDULER_STATEMENT_TIMEOUT_MS = env.int("SCHEDULER_STATEMENT_TIMEOUT_MS", default=30_000)
 SCHEDULER_PREPARE_STATEMENTS = env.bool("SCHEDULER_PREPARE_STATEMENTS", default=True)
+SCHEDULER_CLAIM_LEASE_SECONDS = env.int("SCHEDULER_CLAIM_LEASE_SECONDS", default=300)
+SCHEDULER_HEARTBEAT_TIMEOUT_MS = env.int("SCHEDULER_HEARTBEAT_TIMEOUT_MS", default=60_000)
+
+# Sandbox providers. Keys and tokens are validated here and never logged.
+SCHEDULER_DEFAULT_PROVIDER = validate_provider_name(env.str("SCHEDULER_DEFAULT_PROVIDER", default="local"))
+SCHEDULER_SANDBOX_DIR = env.str("SCHEDULER_SANDBOX_DIR", default=str(BASE_DIR / ".embedded" / "sandboxes"))
+SCHEDULER_DAYTONA_API_URL = env.str("SCHEDULER_DAYTONA_API_URL", default="https://app.daytona.io/api")
+SCHEDULER_DAYTONA_API_KEYS = parse_daytona_keys(env.str("SCHEDULER_DAYTONA_API_KEYS", default="{}"))
+SCHEDULER_DAYTONA_SNAPSHOT = env.str("SCHEDULER_DAYTONA_SNAPSHOT", default="") or None
+SCHEDULER_MODAL_SERVER_URL = env.str("SCHEDULER_MODAL_SERVER_URL", default="") or None
+SCHEDULER_MODAL_TOKENS = parse_modal_tokens(env.str("SCHEDULER_MODAL_TOKENS", default="{}"))
+SCHEDULER_MODAL_IMAGE = env.str("SCHEDULER_MODAL_IMAGE", default="") or None
+# Where runners reach the internal API from inside their sandbox.
+SCHEDULER_PUBLIC_API_URL = env.str("SCHEDULER_PUBLIC_API_URL", default="http://127.0.0.1:8000")
 
 if env.str("DATABASE_URL", default=""):
     DATABASES = {"default": env.db_url("DATABASE_URL")}

@@ -55,3 +55,47 @@ class _Settings:
 
 
 scheduler_settings = _Settings()
+
+
+PROVIDER_NAMES = ("local", "daytona", "modal")
+
+
+def parse_daytona_keys(raw: str) -> dict[str, str]:
+    """SCHEDULER_DAYTONA_API_KEYS: a JSON object from organization id to API key."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    import json
+
+    try:
+        value = json.loads(raw or "{}")
+    except ValueError:
+        raise ImproperlyConfigured("SCHEDULER_DAYTONA_API_KEYS must be a JSON object from organization id to API key") from None
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) and v for k, v in value.items()):
+        raise ImproperlyConfigured("SCHEDULER_DAYTONA_API_KEYS must map organization ids to non-empty key strings")
+    return value
+
+
+def parse_modal_tokens(raw: str) -> dict[str, dict[str, str]]:
+    """SCHEDULER_MODAL_TOKENS: a JSON object from workspace to {tokenId, tokenSecret}."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    import json
+
+    try:
+        value = json.loads(raw or "{}")
+    except ValueError:
+        raise ImproperlyConfigured("SCHEDULER_MODAL_TOKENS must be a JSON object from workspace to {tokenId, tokenSecret}") from None
+    if not isinstance(value, dict) or not all(
+        isinstance(token, dict) and isinstance(token.get("tokenId"), str) and isinstance(token.get("tokenSecret"), str)
+        for token in value.values()
+    ):
+        raise ImproperlyConfigured("SCHEDULER_MODAL_TOKENS entries must be {\"tokenId\": ..., \"tokenSecret\": ...}")
+    return value
+
+
+def validate_provider_name(name: str) -> str:
+    from django.core.exceptions import ImproperlyConfigured
+
+    if name not in PROVIDER_NAMES:
+        raise ImproperlyConfigured(f"SCHEDULER_DEFAULT_PROVIDER must be one of {', '.join(PROVIDER_NAMES)}, got {name!r}")
+    return name

@@ -38,6 +38,22 @@ def child_database_url() -> str:
     return os.environ["DATABASE_URL"]
 
 
+def local_internal_token() -> tuple[str, Path]:
+    """A control-API token for a local set-up without SCHEDULER_INTERNAL_TOKEN.
+
+    Kept in a 0600 file beside the embedded server, never printed or logged.
+    """
+    import secrets
+
+    path = PROJECT_DIR / ".embedded" / "internal_token"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(secrets.token_urlsafe(32))
+    return path.read_text().strip(), path
+
+
 def manage(*args: str) -> list[str]:
     return [sys.executable, str(PROJECT_DIR / "manage.py"), *args]
 
@@ -45,6 +61,8 @@ def manage(*args: str) -> list[str]:
 def default_children(bind: str) -> list[Child]:
     return [
         Child("web", [sys.executable, "-m", "gunicorn", "-c", str(PROJECT_DIR / "config" / "gunicorn.conf.py"), "--bind", bind]),
+        Child("dispatch", manage("dispatch_runs", "--interval", "0.5")),
+        Child("liveness", manage("run_liveness_sweep", "--interval", "2")),
     ]
 
 
@@ -54,16 +72,19 @@ class Supervisor:
         self.env = env
         self.stop_timeout = stop_timeout
         self.stopping = False
+        self.on_tick = None
 
     def _on_signal(self, signum, frame):
         self.stopping = True
 
-    def run(self) -> int:
+    def run(self, on_started=None) -> int:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         for child in self.children:
             child.process = subprocess.Popen(child.argv, env=self.env, cwd=PROJECT_DIR)
             logger.info("started %s (pid %s)", child.name, child.process.pid)
+        if on_started is not None:
+            on_started(self)
         exit_code = 0
         while not self.stopping:
             for child in self.children:
@@ -73,6 +94,8 @@ class Supervisor:
                     self.stopping = True
                     exit_code = 1
             time.sleep(0.2)
+            if self.on_tick is not None:
+                self.on_tick()
         self._stop_all()
         return exit_code
 

@@ -250,3 +250,25 @@ SELECT EXISTS (SELECT 1 FROM __schema__.runs WHERE run_id = %(run_id)s::text) AS
 SELECT attempt.lease_token, attempt.status
 FROM __schema__.attempts AS attempt
 WHERE attempt.run_id = %(run_id)s::text AND attempt.attempt = %(attempt)s::integer;
+
+-- name: runs_record_unparked_sandbox
+-- A sandbox started for an attempt that could not park (it settled or lost its claim first): keep its billing resource and give it a cleanup obligation (CLN-1).
+WITH resource AS (
+    UPDATE __schema__.runs AS run
+    SET runtime_resources_json = run.runtime_resources_json || jsonb_build_array(%(resource)s::jsonb),
+        updated_at = now()
+    WHERE run.run_id = %(run_id)s::text
+      AND NOT run.runtime_resources_json @> jsonb_build_array(jsonb_build_object('sandboxId', %(sandbox_id)s::text))
+    RETURNING run.run_id, run.launch_json
+)
+INSERT INTO __schema__.sandbox_cleanup_jobs_v2 (provider, sandbox_id, run_id, attempt, environment, routing_domain)
+SELECT %(provider)s::text, %(sandbox_id)s::text, run.run_id, %(attempt)s::integer,
+       coalesce(nullif(run.launch_json ->> 'environment', ''), 'production'), %(routing_domain)s::text
+FROM __schema__.runs AS run
+WHERE run.run_id = %(run_id)s::text
+ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
+RETURNING sandbox_id;
+
+-- name: runs_read_terminal_result
+-- The recorded terminal result of a run (the demo prints its output).
+SELECT run.status, run.terminal_result_json FROM __schema__.runs AS run WHERE run.run_id = %(run_id)s::text;

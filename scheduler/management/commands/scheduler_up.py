@@ -5,7 +5,10 @@ import os
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from scheduler.supervisor import Supervisor, child_database_url, default_children
+from django.conf import settings
+
+from scheduler.demo import DemoRun
+from scheduler.supervisor import Supervisor, child_database_url, default_children, local_internal_token
 
 
 class Command(BaseCommand):
@@ -13,18 +16,30 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--bind", default=os.environ.get("SCHEDULER_BIND", "127.0.0.1:8000"))
+        parser.add_argument("--no-demo", action="store_true", help="do not launch the demo run")
 
     def handle(self, *args, **options):
         call_command("migrate", interactive=False, verbosity=0)
         call_command("check_scheduler_schema")
         env = dict(os.environ, DATABASE_URL=child_database_url())
+        token_note = ""
+        if not settings.SCHEDULER_INTERNAL_TOKEN:
+            env["SCHEDULER_INTERNAL_TOKEN"], path = local_internal_token()
+            token_note = f"; control API token in {path}"
         bind = options["bind"]
+        env.setdefault("SCHEDULER_PUBLIC_API_URL", f"http://{bind}")
         self.stdout.write(
             f"scheduler up: http://{bind}/healthz and http://{bind}/admin/ "
-            f"(create an admin user with ./dev manage createsuperuser); Ctrl-C stops it",
+            f"(create an admin user with ./dev manage createsuperuser){token_note}; Ctrl-C stops it",
         )
         self.stdout.flush()
-        code = Supervisor(default_children(bind), env).run()
+        supervisor = Supervisor(default_children(bind), env)
+        if not options["no_demo"]:
+            demo = DemoRun(lambda line: (self.stdout.write(line), self.stdout.flush()))
+            supervisor.on_tick = demo.poll
+            code = supervisor.run(on_started=lambda _: demo.launch())
+        else:
+            code = supervisor.run()
         if code:
             raise SystemExit(code)
         self.stdout.write("scheduler stopped")

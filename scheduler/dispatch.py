@@ -1,0 +1,96 @@
+"""Dispatch (RUN-2, RUN-3): claim queued runs, start each in its sandbox, park it.
+
+The runner token handed to the sandbox is scoped to the claim's lease. A
+sandbox that started but could not park (its runner already settled, or the
+claim was lost) keeps its billing resource and gets a cleanup obligation, so
+it is never leaked.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from scheduler import db, lifecycle, terminal
+from scheduler.api.auth import mint_runner_token
+from scheduler.providers import ProviderError, get_provider
+from scheduler.providers.base import StartRequest
+
+logger = logging.getLogger("scheduler.dispatch")
+
+
+@dataclass
+class DispatchResult:
+    counts: dict = field(default_factory=lambda: {"claimed": 0, "parked": 0, "start_failed": 0, "unparked": 0})
+
+
+def _play_spec(claim: lifecycle.Claim) -> dict:
+    play = claim.launch.get("play")
+    if isinstance(play, dict):
+        return play
+    return {"callable": claim.play_name}
+
+
+def runner_env(claim: lifecycle.Claim, heartbeat_timeout_ms: int) -> dict[str, str]:
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONPATH": str(settings.BASE_DIR),
+        "SCHEDULER_API_URL": claim.launch.get("runnerApiUrl") or settings.SCHEDULER_PUBLIC_API_URL,
+        "SCHEDULER_RUNNER_TOKEN": mint_runner_token(claim.run_id, claim.attempt, claim.lease_token),
+        "SCHEDULER_RUN_ID": claim.run_id,
+        "SCHEDULER_ATTEMPT": str(claim.attempt),
+        "SCHEDULER_LEASE_TOKEN": claim.lease_token,
+        "SCHEDULER_PLAY": json.dumps(_play_spec(claim)),
+        "SCHEDULER_PLAY_INPUT": json.dumps(claim.input),
+        "SCHEDULER_HEARTBEAT_TIMEOUT_MS": str(heartbeat_timeout_ms),
+    }
+
+
+def dispatch_claim(claim: lifecycle.Claim, result: DispatchResult) -> None:
+    launch = claim.launch
+    provider_name = launch.get("sandboxProvider") or settings.SCHEDULER_DEFAULT_PROVIDER
+    routing_domain = None if provider_name == "local" else (launch.get("routingDomain") or claim.org_id)
+    timeout_ms = int(launch.get("heartbeatTimeoutMs") or settings.SCHEDULER_HEARTBEAT_TIMEOUT_MS)
+    python = sys.executable if provider_name == "local" else "python3"
+    request = StartRequest(claim.run_id, claim.attempt, routing_domain, runner_env(claim, timeout_ms),
+                           [python, "-m", "scheduler.runner"])
+    try:
+        ref = get_provider(provider_name).start(request)
+    except ProviderError as error:
+        result.counts["start_failed"] += 1
+        logger.warning("dispatch run=%s attempt=%s provider=%s start failed: %s", claim.run_id, claim.attempt, provider_name, error)
+        # A retryable loss: the run goes back to the queue while attempts remain.
+        terminal.settle_attempt(claim.run_id, claim.attempt, claim.lease_token,
+                                {"status": "failed", "error": {"code": "dispatch_lost", "message": str(error)[:500]}})
+        return
+    now_ms = int(time.time() * 1000)
+    resource = {**ref.as_json(), "billingStartedAt": now_ms, "cpu": request.cpu, "memoryMb": request.memory_mb}
+    parked = lifecycle.park(claim.run_id, claim.attempt, claim.lease_token, ref.as_json(),
+                            heartbeat_timeout_ms=timeout_ms, started_at_ms=now_ms, resource=resource)
+    if parked:
+        result.counts["parked"] += 1
+        logger.info("dispatch run=%s attempt=%s provider=%s sandbox=%s parked", claim.run_id, claim.attempt,
+                    provider_name, ref.sandbox_id)
+        return
+    result.counts["unparked"] += 1
+    db.run("runs_record_unparked_sandbox", {
+        "run_id": claim.run_id, "attempt": claim.attempt, "provider": ref.provider, "sandbox_id": ref.sandbox_id,
+        "routing_domain": ref.routing_domain, "resource": json.dumps(resource),
+    })
+    logger.info("dispatch run=%s attempt=%s sandbox=%s could not park; cleanup obligation written",
+                claim.run_id, claim.attempt, ref.sandbox_id)
+
+
+def run_once(limit: int = 10) -> DispatchResult:
+    result = DispatchResult()
+    claims = lifecycle.claim_runs(limit)
+    result.counts["claimed"] = len(claims)
+    for claim in claims:
+        dispatch_claim(claim, result)
+    return result

@@ -1,0 +1,29 @@
+"""Small plays for the embedded demo and the tests (`{"callable": "scheduler.plays:NAME"}`)."""
+
+import time
+
+
+def hello(play_input):
+    """Greets whoever the input names."""
+    name = (play_input or {}).get("name", "world") if isinstance(play_input, dict) else "world"
+    return {"greeting": f"hello, {name}"}
+
+
+def sleep(play_input):
+    """Sleeps for input.seconds (default 1), then reports it."""
+    seconds = float((play_input or {}).get("seconds", 1))
+    time.sleep(seconds)
+    return {"slept": seconds}
+
+
+def fail(play_input):
+    raise RuntimeError((play_input or {}).get("message", "the play failed on purpose"))
+
+
+def slow_first_attempt(play_input):
+    """Hangs on attempt 1 (so a test can kill its runner), finishes at once on later attempts."""
+    import os
+
+    if os.environ.get("SCHEDULER_ATTEMPT") == "1":
+        time.sleep(600)
+    return {"attempt": int(os.environ.get("SCHEDULER_ATTEMPT", "0"))}

@@ -1,0 +1,11 @@
+"""Sandbox providers behind one interface (SPEC §10): local, daytona, modal."""
+
+from scheduler.providers.base import (  # noqa: F401
+    DeleteOutcome,
+    Inspection,
+    ProviderError,
+    ReadBack,
+    SandboxRef,
+    SandboxProvider,
+)
+from scheduler.providers.registry import get_provider, provider_names  # noqa: F401

@@ -1,0 +1,85 @@
+"""The sandbox provider interface: start, inspect, delete, read back.
+
+Credentials are chosen by the ref's routing domain (the organization). A
+provider answers "not found" to a request made with another organization's
+credential, so "not found" means gone only under the organization's own
+credential; with no credential for that organization the call is not made
+and the answer is a permanent error.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Inspection(enum.Enum):
+    RUNNING = "running"
+    GONE = "gone"
+    UNKNOWN = "unknown"
+
+
+class DeleteOutcome(enum.Enum):
+    ACCEPTED = "accepted"
+    ALREADY_ABSENT = "already_absent"
+
+
+class ReadBack(enum.Enum):
+    DELETED = "deleted"
+    STILL_PRESENT = "still_present"
+    UNKNOWN = "unknown"
+
+
+class ProviderError(Exception):
+    """A provider call failed. `permanent` errors are not retried (CLN-7 blocks the job)."""
+
+    def __init__(self, message: str, *, permanent: bool = False, retry_after: float | None = None):
+        super().__init__(message)
+        self.permanent = permanent
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class SandboxRef:
+    provider: str
+    sandbox_id: str
+    routing_domain: str | None = None
+
+    def as_json(self) -> dict:
+        return {"provider": self.provider, "sandboxId": self.sandbox_id, "routingDomain": self.routing_domain}
+
+    @classmethod
+    def from_suspension(cls, suspension: dict) -> "SandboxRef":
+        """SPEC 1.9: runtimeSandboxRef.provider, then sandboxProvider, then daytona."""
+        ref = suspension.get("runtimeSandboxRef") or {}
+        provider = ref.get("provider") or suspension.get("sandboxProvider") or "daytona"
+        return cls(provider, ref.get("sandboxId") or "", ref.get("routingDomain") or None)
+
+
+@dataclass
+class StartRequest:
+    run_id: str
+    attempt: int
+    routing_domain: str | None
+    env: dict[str, str]
+    command: list[str]
+    cpu: float = 1.0
+    memory_mb: int = 512
+    labels: dict[str, Any] = field(default_factory=dict)
+
+
+class SandboxProvider:
+    name = "base"
+
+    def start(self, request: StartRequest) -> SandboxRef:
+        raise NotImplementedError
+
+    def inspect(self, ref: SandboxRef) -> Inspection:
+        raise NotImplementedError
+
+    def delete(self, ref: SandboxRef) -> DeleteOutcome:
+        raise NotImplementedError
+
+    def read_back(self, ref: SandboxRef) -> ReadBack:
+        raise NotImplementedError

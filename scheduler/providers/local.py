@@ -1,0 +1,112 @@
+"""The local provider: a process sandbox on this machine (the embedded default).
+
+A sandbox is a process in its own session (process group) with its own work
+folder. Its id carries the pid and the process start time, so a recycled
+pid is never mistaken for the sandbox: identity survives pid reuse.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import psutil
+
+from scheduler.providers.base import DeleteOutcome, Inspection, ProviderError, ReadBack, SandboxProvider, SandboxRef, StartRequest
+
+
+def _parse(sandbox_id: str) -> tuple[int, int]:
+    try:
+        prefix, pid, started_ms = sandbox_id.split("-")
+        if prefix != "local":
+            raise ValueError
+        return int(pid), int(started_ms)
+    except ValueError:
+        raise ProviderError(f"not a local sandbox id: {sandbox_id!r}", permanent=True) from None
+
+
+def _process(sandbox_id: str) -> psutil.Process | None:
+    """The live process behind `sandbox_id`, or None when it is gone."""
+    pid, started_ms = _parse(sandbox_id)
+    try:
+        process = psutil.Process(pid)
+        if int(process.create_time() * 1000) != started_ms or process.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return process
+    except psutil.NoSuchProcess:
+        return None
+
+
+def reap_children() -> None:
+    """Collect exited sandbox processes this process started (no zombies left behind)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+class LocalProvider(SandboxProvider):
+    name = "local"
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def workdir(self, sandbox_id: str) -> Path:
+        return self.root / sandbox_id
+
+    def start(self, request: StartRequest) -> SandboxRef:
+        reap_children()
+        staging = self.root / f"starting-{request.run_id}-{request.attempt}"
+        staging.mkdir(parents=True, exist_ok=True)
+        log = open(staging / "runner.log", "ab")
+        try:
+            process = subprocess.Popen(
+                request.command, cwd=staging, env=request.env, stdin=subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        except OSError as exc:
+            raise ProviderError(f"local sandbox did not start: {exc.strerror}", permanent=True) from None
+        finally:
+            log.close()
+        try:
+            started_ms = int(psutil.Process(process.pid).create_time() * 1000)
+        except psutil.NoSuchProcess:
+            raise ProviderError("local sandbox exited while starting") from None
+        sandbox_id = f"local-{process.pid}-{started_ms}"
+        staging.rename(self.workdir(sandbox_id))
+        return SandboxRef(self.name, sandbox_id, request.routing_domain)
+
+    def inspect(self, ref: SandboxRef) -> Inspection:
+        reap_children()
+        try:
+            return Inspection.RUNNING if _process(ref.sandbox_id) else Inspection.GONE
+        except psutil.AccessDenied:
+            return Inspection.UNKNOWN
+
+    def delete(self, ref: SandboxRef) -> DeleteOutcome:
+        process = _process(ref.sandbox_id)
+        outcome = DeleteOutcome.ALREADY_ABSENT
+        if process is not None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+                outcome = DeleteOutcome.ACCEPTED
+            except ProcessLookupError:
+                pass
+            except PermissionError as exc:
+                raise ProviderError(f"local sandbox could not be stopped: {exc.strerror}", permanent=True) from None
+        reap_children()
+        shutil.rmtree(self.workdir(ref.sandbox_id), ignore_errors=True)
+        return outcome
+
+    def read_back(self, ref: SandboxRef) -> ReadBack:
+        reap_children()
+        try:
+            return ReadBack.STILL_PRESENT if _process(ref.sandbox_id) else ReadBack.DELETED
+        except psutil.AccessDenied:
+            return ReadBack.UNKNOWN

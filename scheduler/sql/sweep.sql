@@ -1,0 +1,188 @@
+-- name: runs_list_liveness_work
+-- Read-only liveness discovery across every release lane: recorded terminals to settle, and stale parked runners to inspect, paged per provider after a per-provider cursor (SWP-1, SWP-2).
+WITH detached AS MATERIALIZED (
+    SELECT run.run_id, attempt.attempt, attempt.lease_token,
+           attempt.status AS attempt_status, run.status AS run_status,
+           attempt.heartbeat_at,
+           attempt.runner_result_json IS NULL AS no_runner_result,
+           attempt.runner_result_json ->> 'status' AS runner_result_status,
+           run.suspension_json, run.wait_deadline,
+           nullif(run.launch_json ->> 'absurdReleaseId', '') AS release_id,
+           coalesce(
+               nullif(run.suspension_json -> 'runtimeSandboxRef' ->> 'provider', ''),
+               nullif(run.suspension_json ->> 'sandboxProvider', ''),
+               'daytona'
+           ) AS provider
+    FROM __schema__.runs AS run
+    JOIN __schema__.attempts AS attempt
+      ON attempt.run_id = run.run_id
+     AND to_jsonb(attempt.attempt) = run.suspension_json -> 'runnerAttempt'
+    WHERE run.status IN ('running', 'waiting')
+      AND run.suspension_json ->> 'kind' = 'detached_runner'
+      AND attempt.status IN ('running', 'waiting')
+      AND attempt.lease_token IS NOT NULL
+      AND NOT EXISTS (
+          SELECT 1 FROM __schema__.attempts AS newer
+          WHERE newer.run_id = attempt.run_id AND newer.attempt > attempt.attempt
+            AND newer.status IN ('claimed', 'running', 'waiting', 'completed', 'failed')
+      )
+), unsettled AS (
+    SELECT * FROM detached
+    WHERE runner_result_status IN ('completed', 'failed')
+    ORDER BY run_id
+    LIMIT %(limit)s::integer
+), stale AS (
+    SELECT detached.*, row_number() OVER (PARTITION BY provider ORDER BY run_id) AS provider_rank
+    FROM detached
+    WHERE provider IN ('daytona', 'modal', 'local')
+      AND no_runner_result
+      AND attempt_status = 'waiting'
+      AND run_status = 'waiting'
+      AND (wait_deadline IS NULL OR wait_deadline > coalesce(%(now)s::timestamptz, clock_timestamp()))
+      AND run_id > coalesce(%(after_run_ids)s::jsonb ->> provider, '')
+      AND NOT EXISTS (
+          SELECT 1 FROM __schema__.control AS cancel
+          WHERE cancel.key = 'runtime_cancel:' || detached.run_id
+      )
+      AND coalesce(
+              heartbeat_at,
+              CASE WHEN jsonb_typeof(suspension_json -> 'startedAtMs') = 'number'
+                   THEN to_timestamp((suspension_json ->> 'startedAtMs')::double precision / 1000) END
+          ) + (
+              CASE WHEN jsonb_typeof(suspension_json -> 'heartbeatTimeoutMs') = 'number'
+                        AND (suspension_json ->> 'heartbeatTimeoutMs')::double precision >= 0
+                   THEN (suspension_json ->> 'heartbeatTimeoutMs')::double precision
+                   ELSE %(default_timeout_ms)s::double precision END
+          ) * interval '1 millisecond' <= coalesce(%(now)s::timestamptz, clock_timestamp())
+)
+SELECT 'settle' AS work, provider, release_id, run_id, attempt, lease_token,
+       to_char(heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS heartbeat_identity,
+       suspension_json
+FROM unsettled
+UNION ALL
+SELECT 'inspect', provider, release_id, run_id, attempt, lease_token,
+       to_char(heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       suspension_json
+FROM stale
+WHERE provider_rank <= %(limit)s::integer
+ORDER BY run_id;
+
+-- name: attempts_record_parked_verdict
+-- The sweep's first write: record the runner terminal a parked attempt would, fenced in one statement on everything a provider read could have outdated (SWP-4, RUN-10, SWP-7).
+WITH parked_run AS MATERIALIZED (
+    SELECT run.run_id, run.run_log_store, run.wait_deadline
+    FROM __schema__.runs AS run
+    WHERE run.run_id = %(run_id)s::text
+      AND run.status = 'waiting'
+      AND run.suspension_json ->> 'kind' = 'detached_runner'
+      AND run.suspension_json -> 'runnerAttempt' = to_jsonb(%(attempt)s::integer)
+    FOR NO KEY UPDATE
+)
+UPDATE __schema__.attempts AS target
+SET runner_result_json = %(result)s::jsonb,
+    runner_log_payload_json = CASE WHEN parked_run.run_log_store = 'planet_scale' THEN %(log_payload)s::jsonb END,
+    runner_terminal_received_at = clock_timestamp(),
+    updated_at = now()
+FROM parked_run
+WHERE target.run_id = parked_run.run_id
+  AND target.attempt = %(attempt)s::integer
+  AND target.status = 'waiting'
+  AND target.lease_token = %(lease_token)s::text
+  AND target.runner_result_json IS NULL
+  AND NOT EXISTS (
+      SELECT 1 FROM __schema__.attempts AS newer
+      WHERE newer.run_id = target.run_id AND newer.attempt > target.attempt
+        AND newer.status IN ('claimed', 'running', 'waiting', 'completed', 'failed')
+  )
+  AND CASE %(kind)s::text
+      WHEN 'runner_lost' THEN
+          target.heartbeat_at IS NOT DISTINCT FROM %(expected_heartbeat_at)s::timestamptz
+          AND NOT EXISTS (SELECT 1 FROM __schema__.control AS cancel WHERE cancel.key = 'runtime_cancel:' || target.run_id)
+      WHEN 'cancel_unacknowledged' THEN
+          target.heartbeat_at IS NOT DISTINCT FROM %(expected_heartbeat_at)s::timestamptz
+          AND EXISTS (SELECT 1 FROM __schema__.control AS cancel WHERE cancel.key = 'runtime_cancel:' || target.run_id)
+      WHEN 'wait_deadline_exceeded' THEN
+          parked_run.wait_deadline <= coalesce(%(now)s::timestamptz, clock_timestamp())
+      ELSE false
+  END
+RETURNING target.run_id;
+
+-- name: runs_list_unacknowledged_cancels
+-- Parked runs whose queued cancel the runner has not acknowledged within its heartbeat timeout (RUN-10).
+SELECT run.run_id, attempt.attempt, attempt.lease_token, run.suspension_json,
+       to_char(attempt.heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS heartbeat_identity
+FROM __schema__.runs AS run
+JOIN __schema__.control AS cancel ON cancel.key = 'runtime_cancel:' || run.run_id
+JOIN __schema__.attempts AS attempt
+  ON attempt.run_id = run.run_id AND to_jsonb(attempt.attempt) = run.suspension_json -> 'runnerAttempt'
+WHERE run.status = 'waiting'
+  AND run.suspension_json ->> 'kind' = 'detached_runner'
+  AND attempt.status = 'waiting'
+  AND attempt.runner_result_json IS NULL
+  AND greatest(
+          coalesce(attempt.heartbeat_at, '-infinity'::timestamptz),
+          cancel.created_at,
+          CASE WHEN jsonb_typeof(run.suspension_json -> 'startedAtMs') = 'number'
+               THEN to_timestamp((run.suspension_json ->> 'startedAtMs')::double precision / 1000)
+               ELSE '-infinity'::timestamptz END
+      ) + (
+          CASE WHEN jsonb_typeof(run.suspension_json -> 'heartbeatTimeoutMs') = 'number'
+                    AND (run.suspension_json ->> 'heartbeatTimeoutMs')::double precision >= 0
+               THEN (run.suspension_json ->> 'heartbeatTimeoutMs')::double precision
+               ELSE %(default_timeout_ms)s::double precision END
+      ) * interval '1 millisecond' <= coalesce(%(now)s::timestamptz, clock_timestamp())
+ORDER BY run.run_id
+LIMIT %(limit)s::integer;
+
+-- name: runs_list_passed_wait_deadlines
+-- Parked runs whose hard ceiling has passed (SWP-7); no provider is asked.
+SELECT run.run_id, attempt.attempt, attempt.lease_token, run.suspension_json
+FROM __schema__.runs AS run
+JOIN __schema__.attempts AS attempt
+  ON attempt.run_id = run.run_id AND to_jsonb(attempt.attempt) = run.suspension_json -> 'runnerAttempt'
+WHERE run.status = 'waiting'
+  AND run.wait_deadline IS NOT NULL
+  AND run.wait_deadline <= coalesce(%(now)s::timestamptz, clock_timestamp())
+  AND run.suspension_json ->> 'kind' = 'detached_runner'
+  AND attempt.status = 'waiting'
+  AND attempt.runner_result_json IS NULL
+ORDER BY run.wait_deadline, run.run_id
+LIMIT %(limit)s::integer;
+
+-- name: attempts_list_expired_claims
+-- Claims whose lease expired before the dispatcher parked them (RUN-9).
+SELECT attempt.run_id, attempt.attempt, attempt.lease_token
+FROM __schema__.attempts AS attempt
+JOIN __schema__.runs AS run ON run.run_id = attempt.run_id
+WHERE attempt.status IN ('claimed', 'running')
+  AND attempt.lease_expires_at <= coalesce(%(now)s::timestamptz, clock_timestamp())
+  AND attempt.runner_result_json IS NULL
+  AND run.status = 'running'
+ORDER BY attempt.lease_expires_at
+LIMIT %(limit)s::integer;
+
+-- name: attempts_record_dispatch_lost
+-- Record dispatch_lost on a claim that never parked, fenced: run running, claim still unparked and expired, same lease, no result, no newer attempt (RUN-9).
+WITH claimed_run AS MATERIALIZED (
+    SELECT run.run_id
+    FROM __schema__.runs AS run
+    WHERE run.run_id = %(run_id)s::text AND run.status = 'running'
+    FOR NO KEY UPDATE
+)
+UPDATE __schema__.attempts AS target
+SET runner_result_json = %(result)s::jsonb,
+    runner_terminal_received_at = clock_timestamp(),
+    updated_at = now()
+FROM claimed_run
+WHERE target.run_id = claimed_run.run_id
+  AND target.attempt = %(attempt)s::integer
+  AND target.lease_token = %(lease_token)s::text
+  AND target.status IN ('claimed', 'running')
+  AND target.lease_expires_at <= coalesce(%(now)s::timestamptz, clock_timestamp())
+  AND target.runner_result_json IS NULL
+  AND NOT EXISTS (
+      SELECT 1 FROM __schema__.attempts AS newer
+      WHERE newer.run_id = target.run_id AND newer.attempt > target.attempt
+        AND newer.status IN ('claimed', 'running', 'waiting', 'completed', 'failed')
+  )
+RETURNING target.run_id;
