@@ -1,0 +1,45 @@
+"""SWP-5: runner terminals arriving while the sweep records verdicts; exactly one result per attempt."""
+
+import json
+
+import pytest
+
+from scheduler import db, terminal
+from tests import factories
+from tests.concurrency import threads
+from tests.factories import loads, one, query
+
+pytestmark = pytest.mark.django_db(transaction=True)
+TRIALS = 200
+IDENTITY = "2026-04-01T00:00:00.000000Z"
+
+
+def sweep_verdict(run):
+    recorded = db.execute("attempts_record_parked_verdict", {
+        "run_id": run.run_id, "attempt": 1, "lease_token": run.lease_token, "kind": "runner_lost",
+        "expected_heartbeat_at": IDENTITY, "now": None,
+        "result": json.dumps(factories.failed_result("runner_lost")), "log_payload": json.dumps({"writer": "sweep"}),
+    })
+    settled = terminal.settle_attempt(run.run_id, 1, run.lease_token)
+    return recorded, settled
+
+
+def test_runner_terminals_vs_sweep_verdicts__200_trials__one_result_per_attempt():
+    runs = [factories.parked_run(max_attempts=1) for _ in range(TRIALS)]
+    query("UPDATE attempts SET heartbeat_at = %s::timestamptz", [IDENTITY])
+    outcomes = {"runner": 0, "sweep": 0}
+    for run in runs:
+        runner, sweep = threads.run_together(
+            lambda run=run: terminal.ingest_runner_terminal(run.run_id, 1, run.lease_token, factories.completed_result()),
+            lambda run=run: sweep_verdict(run),
+        )
+        runner_answer, (verdict_rows, _) = runner.get(), sweep.get()
+        result = loads(one("SELECT runner_result_json FROM attempts WHERE run_id = %s", [run.run_id]))
+        winner = "runner" if result["status"] == "completed" else "sweep"
+        assert verdict_rows == (1 if winner == "sweep" else 0)
+        assert runner_answer["recorded"] is True
+        facts = query("SELECT event_type FROM outbox WHERE run_id = %s AND event_type IN "
+                      "('run.completed', 'run.failed', 'run.attempt_failed')", [run.run_id])
+        assert facts == [("run.completed",) if winner == "runner" else ("run.failed",)]
+        outcomes[winner] += 1
+    assert sum(outcomes.values()) == TRIALS

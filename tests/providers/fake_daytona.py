@@ -1,0 +1,112 @@
+"""A local fake of Daytona's REST surface under /api, with its delete state machine.
+
+DELETE answers 200 with desiredState "destroyed" and moves the sandbox to
+"destroying"; the next GET after that finds it gone (404). A sandbox marked
+busy answers DELETE with 409. Scripted failures (401, 429, 5xx, a body
+without id) are queued per path. Only the organization's own key sees its
+sandboxes; another key gets 404, as the real API answers.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class FakeDaytona:
+    def __init__(self, keys: dict[str, str]):
+        self.keys = keys  # api key -> organization
+        self.sandboxes: dict[str, dict] = {}
+        self.scripted: list[tuple[str, int, object, dict]] = []
+        self.requests: list[tuple[str, str]] = []
+        self.busy: set[str] = set()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/api"
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._server.shutdown()
+        self._server.server_close()
+
+    def add(self, sandbox_id: str, organization: str, state: str = "started"):
+        self.sandboxes[sandbox_id] = {"id": sandbox_id, "organizationId": organization, "state": state,
+                                      "desiredState": state}
+
+    def script(self, method: str, status: int, body=None, headers=None):
+        self.scripted.append((method, status, body, headers or {}))
+
+    def _handler(self):
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status, body=None, headers=None):
+                data = b"" if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+                self.send_response(status)
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _route(self, method):
+                fake.requests.append((method, self.path))
+                length = int(self.headers.get("Content-Length") or 0)
+                payload = json.loads(self.rfile.read(length) or b"null") if length else None
+                for index, (scripted_method, status, body, headers) in enumerate(fake.scripted):
+                    if scripted_method == method:
+                        del fake.scripted[index]
+                        return self._send(status, body, headers)
+                token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+                organization = fake.keys.get(token)
+                if organization is None:
+                    return self._send(401, {"message": "Unauthorized"})
+                if not self.path.startswith("/api/"):
+                    return self._send(404, {"message": "no route"})
+                parts = self.path[len("/api/"):].split("/")
+                if parts[0] == "sandbox" and len(parts) == 1 and method == "POST":
+                    sandbox_id = f"dt-{len(fake.sandboxes) + 1}"
+                    fake.add(sandbox_id, organization)
+                    fake.sandboxes[sandbox_id]["env"] = (payload or {}).get("envVars")
+                    return self._send(200, fake.sandboxes[sandbox_id])
+                if parts[0] == "toolbox":
+                    return self._send(200, {"ok": True})
+                if parts[0] != "sandbox" or len(parts) != 2:
+                    return self._send(404, {"message": "no route"})
+                sandbox = fake.sandboxes.get(parts[1])
+                if sandbox is None or sandbox["organizationId"] != organization:
+                    return self._send(404, {"message": "Sandbox not found"})
+                if method == "GET":
+                    if sandbox["state"] == "destroying" and sandbox.get("gone_after_get"):
+                        del fake.sandboxes[parts[1]]
+                        return self._send(404, {"message": "Sandbox not found"})
+                    if sandbox["state"] == "destroying":
+                        sandbox["gone_after_get"] = True
+                    return self._send(200, sandbox)
+                if method == "DELETE":
+                    if parts[1] in fake.busy:
+                        return self._send(409, {"message": "Sandbox state change in progress"})
+                    sandbox["desiredState"], sandbox["state"] = "destroyed", "destroying"
+                    return self._send(200, sandbox)
+                return self._send(405, {"message": "method"})
+
+            def do_GET(self):
+                self._route("GET")
+
+            def do_POST(self):
+                self._route("POST")
+
+            def do_DELETE(self):
+                self._route("DELETE")
+
+        return Handler

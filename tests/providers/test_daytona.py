@@ -1,0 +1,104 @@
+"""The Daytona client against a local fake of its REST surface."""
+
+import pytest
+
+from scheduler.providers import DeleteOutcome, Inspection, ProviderError, ReadBack, SandboxRef
+from scheduler.providers.base import StartRequest
+from scheduler.providers.daytona import DaytonaProvider
+from tests.providers.fake_daytona import FakeDaytona
+
+KEYS = {"key-a": "org-a", "key-b": "org-b"}
+
+
+@pytest.fixture
+def daytona():
+    with FakeDaytona(KEYS) as fake:
+        yield fake, DaytonaProvider(fake.url, {"org-a": "key-a", "org-b": "key-b"}, timeout=5)
+
+
+def ref(sandbox_id, org="org-a"):
+    return SandboxRef("daytona", sandbox_id, org)
+
+
+def test_start__creates_sandbox_and_runner_session(daytona):
+    fake, provider = daytona
+    started = provider.start(StartRequest("run-1", 1, "org-a", {"A": "1"}, ["python3", "-m", "scheduler.runner"]))
+    assert started == SandboxRef("daytona", "dt-1", "org-a")
+    assert fake.sandboxes["dt-1"]["env"] == {"A": "1"}
+    assert ("POST", "/api/toolbox/dt-1/toolbox/process/session/runner/exec") in fake.requests
+
+
+def test_inspect__running_gone_and_other_orgs_sandbox(daytona):
+    fake, provider = daytona
+    fake.add("sb-1", "org-a")
+    fake.add("sb-2", "org-b")
+    fake.add("sb-3", "org-a", state="stopped")
+    assert provider.inspect(ref("sb-1")) is Inspection.RUNNING
+    assert provider.inspect(ref("sb-3")) is Inspection.GONE
+    assert provider.inspect(ref("missing")) is Inspection.GONE
+    # Asked with org-b's own key, org-b's sandbox is found; the key follows the routing domain.
+    assert provider.inspect(ref("sb-2", "org-b")) is Inspection.RUNNING
+
+
+def test_no_credential_for_the_organization__permanent_error_and_no_call(daytona):
+    fake, provider = daytona
+    with pytest.raises(ProviderError) as raised:
+        provider.delete(ref("sb-1", "org-unknown"))
+    assert raised.value.permanent
+    assert fake.requests == []
+
+
+def test_delete__asynchronous__accepted_then_destroying_then_gone(daytona):
+    fake, provider = daytona
+    fake.add("sb-1", "org-a")
+    assert provider.delete(ref("sb-1")) is DeleteOutcome.ACCEPTED
+    assert fake.sandboxes["sb-1"]["state"] == "destroying"
+    assert provider.read_back(ref("sb-1")) is ReadBack.STILL_PRESENT
+    assert provider.read_back(ref("sb-1")) is ReadBack.DELETED
+    assert provider.delete(ref("sb-1")) is DeleteOutcome.ALREADY_ABSENT
+
+
+def test_delete__409_state_change_in_progress__follows_up_with_get(daytona):
+    fake, provider = daytona
+    fake.add("sb-1", "org-a")
+    fake.busy.add("sb-1")
+    with pytest.raises(ProviderError) as raised:
+        provider.delete(ref("sb-1"))
+    assert not raised.value.permanent
+    assert fake.requests[-1] == ("GET", "/api/sandbox/sb-1")
+    fake.sandboxes["sb-1"]["desiredState"] = "destroyed"
+    assert provider.delete(ref("sb-1")) is DeleteOutcome.ACCEPTED
+
+
+def test_delete__429_is_retryable_with_retry_after(daytona):
+    fake, provider = daytona
+    fake.script("DELETE", 429, {"message": "slow down"}, {"Retry-After": "7"})
+    with pytest.raises(ProviderError) as raised:
+        provider.delete(ref("sb-1"))
+    assert (raised.value.permanent, raised.value.retry_after) == (False, 7.0)
+
+
+def test_delete__5xx_retryable__401_permanent(daytona):
+    fake, provider = daytona
+    fake.script("DELETE", 503, {"message": "unavailable"})
+    with pytest.raises(ProviderError) as retryable:
+        provider.delete(ref("sb-1"))
+    assert not retryable.value.permanent
+    fake.script("DELETE", 401, {"message": "Unauthorized"})
+    with pytest.raises(ProviderError) as permanent:
+        provider.delete(ref("sb-1"))
+    assert permanent.value.permanent
+    assert "key-a" not in str(permanent.value)
+
+
+def test_2xx_without_a_sandbox_body__wrong_base_url_is_permanent(daytona):
+    fake, provider = daytona
+    fake.script("DELETE", 200, b"<html>welcome</html>")
+    with pytest.raises(ProviderError, match="SCHEDULER_DAYTONA_API_URL") as raised:
+        provider.delete(ref("sb-1"))
+    assert raised.value.permanent
+
+
+def test_inspect__5xx_or_unreachable__unknown_never_gone():
+    provider = DaytonaProvider("http://127.0.0.1:9/api", {"org-a": "key-a"}, timeout=1)
+    assert provider.inspect(ref("sb-1")) is Inspection.UNKNOWN

@@ -1,0 +1,117 @@
+"""SWP-3/5/7, RUN-9, RUN-10: the sweep's inspection, settlement and recoveries, with a recording provider."""
+
+import datetime as dt
+
+import pytest
+
+from scheduler import lifecycle, terminal
+from scheduler.providers import DeleteOutcome, Inspection
+from scheduler.sweeps import liveness
+from tests import factories
+from tests.factories import one, query
+
+pytestmark = pytest.mark.django_db
+LATER = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
+
+
+class RecordingProvider:
+    """Answers inspections from a dict and records every call; stands in for a provider's API."""
+
+    def __init__(self, answers=None):
+        self.answers = answers or {}
+        self.calls = []
+
+    def inspect(self, ref):
+        self.calls.append(("inspect", ref.sandbox_id))
+        return self.answers.get(ref.sandbox_id, Inspection.GONE)
+
+    def delete(self, ref):
+        self.calls.append(("delete", ref.sandbox_id))
+        return DeleteOutcome.ACCEPTED
+
+
+@pytest.fixture
+def provider(monkeypatch):
+    fake = RecordingProvider()
+    monkeypatch.setattr(liveness, "get_provider", lambda name: fake)
+    return fake
+
+
+def test_gone_sandbox__runner_lost_verdict_then_retry(provider):
+    parked = factories.parked_run(heartbeat_timeout_ms=1000)
+    result = liveness.run_once(now=LATER)
+    assert (result.counts["inspected"], result.counts["verdicts"]) == (1, 1)
+    assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "queued"
+    error = factories.loads(one("SELECT runner_result_json FROM attempts WHERE run_id = %s", [parked.run_id]))["error"]
+    assert error["code"] == "runner_lost"
+    assert one("SELECT count(*) FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [parked.run_id]) == 1
+
+
+def test_live_sandbox__left_alone(provider):
+    parked = factories.parked_run(heartbeat_timeout_ms=1000)
+    provider.answers[parked.sandbox_id] = Inspection.RUNNING
+    result = liveness.run_once(now=LATER)
+    assert (result.counts["alive"], result.counts["verdicts"]) == (1, 0)
+    assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "waiting"
+
+
+def test_unknown_answer__no_verdict(provider):
+    parked = factories.parked_run(heartbeat_timeout_ms=1000)
+    provider.answers[parked.sandbox_id] = Inspection.UNKNOWN
+    assert liveness.run_once(now=LATER).counts["verdicts"] == 0
+
+
+def test_recorded_terminal__settled_by_the_sweep(provider):
+    parked = factories.parked_run()
+    terminal.record_runner_terminal(parked.run_id, 1, factories.completed_result())
+    assert liveness.run_once().counts["settled"] == 1
+    assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "completed"
+    assert provider.calls == []
+
+
+def test_dispatcher_died_between_claim_and_park__dispatch_lost_and_claimed_again(provider):
+    run_id = factories.launch()
+    claimed = factories.claim(run_id)
+    result = liveness.run_once(now=dt.datetime.now(dt.UTC) + dt.timedelta(seconds=claimed_lease_seconds() + 1))
+    assert result.counts["dispatch_lost"] == 1
+    assert one("SELECT status FROM runs WHERE run_id = %s", [run_id]) == "queued"
+    assert factories.loads(one("SELECT runner_result_json FROM attempts WHERE run_id = %s AND attempt = 1",
+                               [run_id]))["error"]["code"] == "dispatch_lost"
+    assert factories.claim(run_id).attempt == claimed.attempt + 1
+
+
+def claimed_lease_seconds():
+    from scheduler.conf import scheduler_settings
+
+    return scheduler_settings.CLAIM_LEASE_SECONDS
+
+
+def test_unexpired_claim__not_recovered(provider):
+    run_id = factories.launch()
+    factories.claim(run_id)
+    assert liveness.run_once().counts["dispatch_lost"] == 0
+    assert one("SELECT status FROM runs WHERE run_id = %s", [run_id]) == "running"
+
+
+def test_cancel_on_a_dead_runner__cancelled_after_timeout_with_cleanup_obligation(provider):
+    parked = factories.parked_run(heartbeat_timeout_ms=1000)
+    lifecycle.cancel_run(parked.run_id)
+    assert liveness.run_once().counts["cancels_settled"] == 0  # within its timeout
+    result = liveness.run_once(now=LATER)
+    assert result.counts["cancels_settled"] == 1
+    assert ("delete", parked.sandbox_id) in provider.calls
+    assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "cancelled"
+    assert one("SELECT count(*) FROM outbox WHERE event_id = %s", [f"{parked.run_id}:run.cancelled"]) == 1
+    assert one("SELECT count(*) FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [parked.run_id]) == 1
+
+
+def test_passed_wait_deadline__wait_deadline_exceeded_without_asking_the_provider(provider):
+    parked = factories.parked_run(heartbeat_timeout_ms=3_600_000, max_attempts=3)
+    query("UPDATE runs SET wait_deadline = now() - interval '1 second' WHERE run_id = %s", [parked.run_id])
+    result = liveness.run_once()
+    assert result.counts["deadlines_settled"] == 1
+    assert provider.calls == []
+    assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "failed"
+    assert factories.loads(one("SELECT terminal_result_json FROM runs WHERE run_id = %s",
+                               [parked.run_id]))["error"]["code"] == "wait_deadline_exceeded"
+    assert one("SELECT count(*) FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [parked.run_id]) == 1

@@ -1,0 +1,58 @@
+"""The runner's HTTP client: transient failures are retried with backoff, refusals are not."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from scheduler import runner
+
+
+def serve(statuses):
+    seen = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            seen.append((self.path, self.headers.get("Authorization"), json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
+            status = statuses.pop(0) if statuses else 200
+            body = json.dumps({"current": True}).encode()
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, seen
+
+
+def config(url):
+    return runner.RunnerConfig({
+        "SCHEDULER_API_URL": url, "SCHEDULER_RUNNER_TOKEN": "rt", "SCHEDULER_RUN_ID": "run-1",
+        "SCHEDULER_ATTEMPT": "2", "SCHEDULER_LEASE_TOKEN": "lease", "SCHEDULER_HEARTBEAT_TIMEOUT_MS": "900",
+    })
+
+
+def test_post__retries_transient_failures_then_succeeds():
+    server, seen = serve([503, 429, 200])
+    try:
+        answer = runner.post(config(f"http://127.0.0.1:{server.server_address[1]}"), "/internal/runner/heartbeat", {"x": 1})
+    finally:
+        server.shutdown()
+    assert answer == {"current": True}
+    assert len(seen) == 3 and all(auth == "Bearer rt" for _, auth, _ in seen)
+
+
+def test_post__refusal_is_not_retried():
+    server, seen = serve([409])
+    try:
+        answer = runner.post(config(f"http://127.0.0.1:{server.server_address[1]}"), "/internal/runner/terminal", {})
+    finally:
+        server.shutdown()
+    assert answer is None and len(seen) == 1
+
+
+def test_heartbeat_interval__a_third_of_the_timeout():
+    assert config("http://x").heartbeat_interval == 0.3
