@@ -24,7 +24,13 @@ class DemoRun:
         self.write(f"demo run {self.run_id}: launched (play scheduler.plays:hello in a local sandbox)")
 
     def poll(self) -> None:
-        if self.run_id is None or self.last in TERMINAL:
+        if self.run_id is None or self.last == "delivered":
+            return
+        if self.last in TERMINAL:
+            row = db.fetch_one("run_ledger_count_events", {"run_id": self.run_id})
+            if row["undelivered"] == 0:
+                self.last = "delivered"
+                self.write(f"demo run {self.run_id}: {row['received']} facts delivered to the built-in run ledger")
             return
         status = lifecycle.run_status(self.run_id)["status"]
         if status == self.last:

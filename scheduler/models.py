@@ -14,6 +14,7 @@ from scheduler.models_runs import (  # noqa: F401
     ReleaseAdmission,
     Receipt,
     Run,
+    RunLedgerEvent,
     SchemaVersion,
 )
 from scheduler.models_admin import AttemptRow, CleanupJobRow, ReceiptRow  # noqa: F401,E402

@@ -130,6 +130,31 @@ class OutboxEvent(models.Model):
         constraints = [
             models.CheckConstraint(condition=models.Q(lane__in=("ledger", "search")), name="outbox_lane_check"),
         ]
+        triggers = [
+            # Wake drainers on new facts (LISTEN <schema>_outbox_wake); polling stays the fallback.
+            pgtrigger.Trigger(
+                name="outbox_wake_drainers",
+                level=pgtrigger.Statement,
+                operation=pgtrigger.Insert,
+                when=pgtrigger.After,
+                func="PERFORM pg_notify(TG_TABLE_SCHEMA || '_outbox_wake', ''); RETURN NULL;",
+            ),
+        ]
+
+
+class RunLedgerEvent(models.Model):
+    """The built-in run-ledger receiver (OBX-10): delivered facts, once per event id."""
+
+    event_id = models.TextField(primary_key=True)
+    run_id = models.TextField()
+    event_type = models.TextField()
+    occurred_at = models.DateTimeField()
+    payload_json = models.JSONField(db_default={})
+    received_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "run_ledger_events"
+        verbose_name = "run ledger event (built-in receiver)"
 
 
 class ControlKey(models.Model):

@@ -29,6 +29,9 @@ REQUIRED_INDEXES = (
     "runtime_scheduler_cleanup_v2_identity_idx",
     "runtime_scheduler_cleanup_events_identity_idx",
     "runtime_scheduler_billing_jobs_due_idx",
+    "runtime_scheduler_outbox_ready_idx",
+    "runtime_scheduler_outbox_milestone_idx",
+    "runtime_scheduler_run_ledger_events_run_idx",
 )
 LEGACY_CLEANUP_PENDING_INDEX = "runtime_scheduler_sandbox_cleanup_legacy_pending_idx"
 REQUIRED_FUNCTIONS = (
@@ -60,7 +63,7 @@ def scheduler_models():
     return [
         models.Run, models.Attempt, models.OutboxEvent, models.ControlKey, models.ReleaseAdmission,
         models.Receipt, models.SchemaVersion, models.LegacyCleanupJob, models.CleanupJob,
-        models.CleanupEvent, models.BillingJob, models.BillingItem,
+        models.CleanupEvent, models.BillingJob, models.BillingItem, models.RunLedgerEvent,
     ]
 
 

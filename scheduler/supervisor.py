@@ -63,6 +63,7 @@ def default_children(bind: str) -> list[Child]:
         Child("web", [sys.executable, "-m", "gunicorn", "-c", str(PROJECT_DIR / "config" / "gunicorn.conf.py"), "--bind", bind]),
         Child("dispatch", manage("dispatch_runs", "--interval", "0.5")),
         Child("liveness", manage("run_liveness_sweep", "--interval", "2")),
+        Child("drain", manage("drain_outbox", "--workers", "2", "--interval", "1")),
     ]
 
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from scheduler.api import views_releases, views_runner, views_runs
+from scheduler.api import views_ledger, views_releases, views_runner, views_runs
 
 urlpatterns = [
     path("runs", views_runs.launch),
@@ -11,4 +11,5 @@ urlpatterns = [
     path("runner/heartbeat", views_runner.heartbeat),
     path("runner/terminal", views_runner.runner_terminal),
     path("releases/<str:release_id>/admission", views_releases.release_admission),
+    path("run-ledger/events", views_ledger.run_ledger_events),
 ]

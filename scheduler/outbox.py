@@ -1,0 +1,159 @@
+"""The outbox: claim a run's causal prefix, then acknowledge, fail or release it (OBX-2..7).
+
+1. List runs whose lane head is ready, in the requested order (no locks).
+2. In one short transaction: lock the first of them nobody holds (SKIP
+   LOCKED), lease its causal prefix of at most 8 facts under that lock (the
+   lease statement's snapshot follows the lock, so it sees every committed
+   lease), and, for a terminal in the prefix, read the array-input intent.
+3. Deliver outside any transaction (delivery.py), then acknowledge, or fail
+   the head with backoff, or release.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from django.db import transaction
+
+from scheduler import db
+from scheduler.conf import scheduler_settings
+from scheduler.errors import InvalidInput
+
+MAX_PREFIX = 8
+LANES = ("ledger", "search")
+HEAD_PRIORITIES = ("admission_first", "oldest_ready")
+TERMINAL_EVENT_TYPES = ("run.completed", "run.failed", "run.cancelled")
+
+
+@dataclass
+class Fact:
+    event_id: str
+    run_id: str
+    event_type: str
+    payload: dict
+    created_at: dt.datetime
+    attempt_count: int
+
+
+@dataclass
+class Prefix:
+    run_id: str
+    lane: str
+    lease_owner: str
+    facts: list[Fact]
+    dispatch_launch: dict
+    org_id: str | None
+    array_input_started: bool = False
+    event_ids: list[str] = field(default_factory=list)
+
+    @property
+    def head(self) -> Fact:
+        return self.facts[0]
+
+    @property
+    def has_terminal(self) -> bool:
+        return any(fact.event_type in TERMINAL_EVENT_TYPES for fact in self.facts)
+
+
+def list_ready_runs(lane: str, head_priority: str, limit: int, exclude_run_ids: list[str] = ()) -> list[dict]:
+    return db.fetch_all("outbox_list_ready_runs", {
+        "lane": lane, "admission_first": head_priority == "admission_first",
+        "limit": limit, "exclude_run_ids": list(exclude_run_ids),
+    })
+
+
+def admission_hints(limit: int, exclude_run_ids: list[str]) -> list[str]:
+    """OBX-7: 1-3 ready run ids, excluding <= 32 distinct trimmed in-flight ids; reserves nothing."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 3:
+        raise InvalidInput("admission hints take a limit of 1 to 3")
+    if (not isinstance(exclude_run_ids, (list, tuple)) or len(exclude_run_ids) > 32
+            or any(not isinstance(run_id, str) or not run_id or run_id.strip() != run_id for run_id in exclude_run_ids)
+            or len(set(exclude_run_ids)) != len(exclude_run_ids)):
+        raise InvalidInput("admission hints exclude at most 32 distinct, trimmed, non-empty run ids")
+    return [row["run_id"] for row in list_ready_runs("ledger", "admission_first", limit, list(exclude_run_ids))]
+
+
+def _array_input_started(run_id: str) -> bool:
+    """SCH-3: check the catalog first; an absent column reads false and is never remembered."""
+    table = f'"{scheduler_settings.SCHEMA}".runs'
+    if not db.fetch_value("schema_column_present", {"table": table, "column": "array_input_started"}):
+        return False
+    return bool(db.fetch_value("runs_read_array_input_intent", {"run_id": run_id}))
+
+
+def _missing_intent_column(error: BaseException) -> bool:
+    return isinstance(error, psycopg.errors.UndefinedColumn) and "array_input_started" in str(error)
+
+
+def claim_prefix(lane: str, lease_owner: str, head_priority: str = "admission_first",
+                 lease_seconds: float = 30.0, *, read_intent: bool = True) -> Prefix | None:
+    candidates = list_ready_runs(lane, head_priority, MAX_PREFIX)
+    if not candidates:
+        return None
+    try:
+        with transaction.atomic():
+            run_id = db.fetch_value("outbox_lock_first_run", {"run_ids": [row["run_id"] for row in candidates]})
+            if run_id is None:
+                return None
+            rows = db.fetch_all("outbox_lease_prefix", {
+                "run_id": run_id, "lane": lane, "lease_owner": lease_owner,
+                "lease_seconds": lease_seconds, "max_facts": MAX_PREFIX,
+            })
+            if not rows:
+                return None
+            prefix = Prefix(
+                run_id, lane, lease_owner,
+                [Fact(r["event_id"], r["run_id"], r["event_type"], r["payload_json"], r["created_at"], r["attempt_count"])
+                 for r in rows],
+                rows[0]["dispatch_launch"] or {}, rows[0]["org_id"],
+            )
+            prefix.event_ids = [fact.event_id for fact in prefix.facts]
+            if prefix.has_terminal and read_intent:
+                prefix.array_input_started = _array_input_started(run_id)
+            return prefix
+    except psycopg.errors.UndefinedColumn as error:
+        # The column vanished between the catalog read and the select: the
+        # claim rolled back; retry once on the historical path (intent false).
+        if not (_missing_intent_column(error) and read_intent):
+            raise
+        return claim_prefix(lane, lease_owner, head_priority, lease_seconds, read_intent=False)
+
+
+def acknowledge(prefix: Prefix, event_ids: list[str] | None = None) -> int:
+    return len(db.fetch_all("outbox_ack", {"event_ids": event_ids or prefix.event_ids, "lease_owner": prefix.lease_owner}))
+
+
+def backoff_ms(attempt_count: int, base_ms: float = 500.0, cap_ms: float = 300_000.0) -> float:
+    """Exponential backoff with full jitter: uniform in [base, min(cap, base * 2^attempts)]."""
+    ceiling = min(cap_ms, base_ms * (2 ** max(0, attempt_count)))
+    return random.uniform(min(base_ms, ceiling), ceiling)
+
+
+def fail(prefix: Prefix, error: str, max_attempts: int = 10, backoff_base_ms: float = 500.0) -> bool:
+    """OBX-6: count an attempt on the head, back off, mark it failed past the maximum; returns failed."""
+    row = db.fetch_one("outbox_fail_prefix", {
+        "head_event_id": prefix.head.event_id, "event_ids": prefix.event_ids, "lease_owner": prefix.lease_owner,
+        "error": error[:2000], "backoff_ms": backoff_ms(prefix.head.attempt_count, backoff_base_ms),
+        "max_attempts": max_attempts,
+    })
+    return bool(row["failed"])
+
+
+def release(prefix: Prefix, event_ids: list[str]) -> int:
+    return len(db.fetch_all("outbox_release_facts", {"event_ids": event_ids, "lease_owner": prefix.lease_owner}))
+
+
+def release_all(lease_owner: str) -> int:
+    return len(db.fetch_all("outbox_release_leases", {"lease_owner": lease_owner}))
+
+
+def requeue_failed_head(event_id: str) -> bool:
+    return bool(db.fetch_all("outbox_requeue_failed_head", {"event_id": event_id}))
+
+
+def metrics() -> dict[str, Any]:
+    return db.fetch_one("outbox_metrics")

@@ -1,0 +1,192 @@
+-- name: outbox_list_ready_runs
+-- Runs whose lane head is ready (not failed, due, no live lease), in admission_first or oldest_ready order, minus excluded runs; reserves nothing (OBX-2..4, OBX-7).
+WITH candidate_facts AS (
+    -- admission_first classes: 0 admissions, 1 pending terminals, 2 pending waits (ledger lane).
+    (SELECT milestone.class, fact.run_id
+     FROM (VALUES (0, 'run.created'), (1, 'run.completed'), (1, 'run.failed'), (1, 'run.cancelled'), (2, 'run.waiting'))
+          AS milestone(class, event_type)
+     CROSS JOIN LATERAL (
+         SELECT fact.run_id FROM __schema__.outbox AS fact
+         WHERE fact.lane = %(lane)s::text AND fact.delivered_at IS NULL AND fact.event_type = milestone.event_type
+           AND NOT EXISTS (SELECT 1 FROM __schema__.outbox AS blocker
+                           WHERE blocker.run_id = fact.run_id AND blocker.lane = fact.lane AND blocker.delivered_at IS NULL
+                             AND (blocker.failed_at IS NOT NULL OR blocker.next_attempt_at > now()
+                                  OR (blocker.lease_owner IS NOT NULL AND blocker.lease_expires_at > now())))
+         ORDER BY fact.created_at LIMIT 8
+     ) AS fact
+     WHERE %(admission_first)s::boolean AND (milestone.event_type <> 'run.waiting' OR %(lane)s::text = 'ledger'))
+    UNION ALL
+    (SELECT 3, fact.run_id FROM __schema__.outbox AS fact
+     WHERE fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
+       AND fact.failed_at IS NULL
+       AND coalesce(fact.next_attempt_at, fact.created_at) <= now()
+       AND NOT EXISTS (SELECT 1 FROM __schema__.outbox AS older
+                       WHERE older.run_id = fact.run_id AND older.lane = fact.lane AND older.delivered_at IS NULL
+                         AND (older.created_at, older.event_id) < (fact.created_at, fact.event_id))
+       AND NOT EXISTS (SELECT 1 FROM __schema__.outbox AS active
+                       WHERE active.run_id = fact.run_id AND active.lane = fact.lane AND active.delivered_at IS NULL
+                         AND active.lease_owner IS NOT NULL AND active.lease_expires_at > now())
+     ORDER BY fact.created_at, fact.event_id LIMIT 8 + cardinality(%(exclude_run_ids)s::text[]))
+), candidate_runs AS (
+    SELECT candidate.run_id, min(candidate.class) AS class
+    FROM candidate_facts AS candidate
+    WHERE NOT (candidate.run_id = ANY (%(exclude_run_ids)s::text[]))
+    GROUP BY candidate.run_id
+)
+SELECT candidate_runs.run_id, head.event_type AS head_event_type, head.created_at AS head_created_at,
+       CASE WHEN head.event_type = 'run.created' THEN 0 ELSE candidate_runs.class END AS class
+FROM candidate_runs
+CROSS JOIN LATERAL (
+    SELECT fact.event_type, fact.created_at, fact.failed_at, fact.next_attempt_at
+    FROM __schema__.outbox AS fact
+    WHERE fact.run_id = candidate_runs.run_id AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
+    ORDER BY fact.created_at, fact.event_id
+    LIMIT 1
+) AS head
+WHERE head.failed_at IS NULL AND coalesce(head.next_attempt_at, head.created_at) <= now()
+ORDER BY CASE WHEN %(admission_first)s::boolean
+              THEN CASE WHEN head.event_type = 'run.created' THEN 0 ELSE candidate_runs.class END
+              ELSE 0 END,
+         head.created_at, candidate_runs.run_id
+LIMIT %(limit)s::integer;
+
+-- name: outbox_lock_first_run
+-- Lock the first candidate run (in the given order) that no other drainer holds: FOR NO KEY UPDATE SKIP LOCKED (OBX-5).
+SELECT run.run_id
+FROM __schema__.runs AS run
+WHERE run.run_id = ANY (%(run_ids)s::text[])
+ORDER BY array_position(%(run_ids)s::text[], run.run_id)
+LIMIT 1
+FOR NO KEY UPDATE SKIP LOCKED;
+
+-- name: outbox_lease_prefix
+-- Under the run lock (a fresh snapshot): lease the causal prefix of at most max_facts undelivered facts when its head is ready and nothing else holds a live lease (OBX-5).
+WITH lane_state AS MATERIALIZED (
+    SELECT bool_or(fact.lease_owner IS NOT NULL AND fact.lease_expires_at > now() AND fact.lease_owner <> %(lease_owner)s::text) AS held
+    FROM __schema__.outbox AS fact
+    WHERE fact.run_id = %(run_id)s::text AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
+), prefix AS MATERIALIZED (
+    SELECT fact.event_id, fact.failed_at, fact.next_attempt_at, fact.created_at,
+           row_number() OVER (ORDER BY fact.created_at, fact.event_id) AS position
+    FROM __schema__.outbox AS fact
+    WHERE fact.run_id = %(run_id)s::text AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
+    ORDER BY fact.created_at, fact.event_id
+    LIMIT %(max_facts)s::integer
+), leased AS (
+    UPDATE __schema__.outbox AS fact
+    SET lease_owner = %(lease_owner)s::text,
+        lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::double precision)
+    FROM prefix
+    WHERE fact.event_id = prefix.event_id
+      AND NOT coalesce((SELECT held FROM lane_state), false)
+      AND NOT EXISTS (
+          SELECT 1 FROM prefix AS head
+          WHERE head.position = 1
+            AND (head.failed_at IS NOT NULL OR coalesce(head.next_attempt_at, head.created_at) > now())
+      )
+    RETURNING fact.event_id, fact.run_id, fact.event_type, fact.payload_json, fact.created_at, fact.attempt_count
+)
+SELECT leased.event_id, leased.run_id, leased.event_type, leased.payload_json, leased.created_at, leased.attempt_count,
+       run.org_id, __schema__.run_ledger_dispatch_launch(run.launch_json) AS dispatch_launch
+FROM leased
+JOIN __schema__.runs AS run ON run.run_id = leased.run_id
+ORDER BY leased.created_at, leased.event_id;
+
+-- name: outbox_ack
+-- Acknowledge a delivered prefix: delivered, lease cleared; only rows this drainer still holds (OBX-6).
+UPDATE __schema__.outbox AS fact
+SET delivered_at = clock_timestamp(), lease_owner = NULL, lease_expires_at = NULL
+WHERE fact.event_id = ANY (%(event_ids)s::text[])
+  AND fact.lease_owner = %(lease_owner)s::text
+  AND fact.delivered_at IS NULL
+RETURNING fact.event_id;
+
+-- name: run_ledger_store_and_ack
+-- The built-in receiver (OBX-10): store the prefix's ledger events idempotently by event id and acknowledge the facts, in one statement.
+WITH stored AS (
+    INSERT INTO __schema__.run_ledger_events (event_id, run_id, event_type, occurred_at, payload_json)
+    SELECT event.event_id, event.run_id, event.event_type, event.occurred_at, event.payload
+    FROM jsonb_to_recordset(%(events)s::jsonb)
+         AS event(event_id text, run_id text, event_type text, occurred_at timestamptz, payload jsonb)
+    ON CONFLICT (event_id) DO NOTHING
+    RETURNING event_id
+), acked AS (
+    UPDATE __schema__.outbox AS fact
+    SET delivered_at = clock_timestamp(), lease_owner = NULL, lease_expires_at = NULL
+    WHERE fact.event_id = ANY (%(event_ids)s::text[])
+      AND fact.lease_owner = %(lease_owner)s::text
+      AND fact.delivered_at IS NULL
+    RETURNING fact.event_id
+)
+SELECT (SELECT count(*) FROM stored) AS stored, (SELECT count(*) FROM acked) AS acked;
+
+-- name: run_ledger_store_events
+-- The built-in receiver's HTTP endpoint: store posted events idempotently by event id (OBX-10).
+INSERT INTO __schema__.run_ledger_events (event_id, run_id, event_type, occurred_at, payload_json)
+SELECT event.event_id, event.run_id, event.event_type, event.occurred_at, event.payload
+FROM jsonb_to_recordset(%(events)s::jsonb)
+     AS event(event_id text, run_id text, event_type text, occurred_at timestamptz, payload jsonb)
+ON CONFLICT (event_id) DO NOTHING
+RETURNING event_id;
+
+-- name: outbox_fail_prefix
+-- A failed delivery: the head counts an attempt, backs off or is marked failed past the maximum; the whole prefix's lease is returned (OBX-6).
+WITH failed_head AS (
+    UPDATE __schema__.outbox AS fact
+    SET attempt_count = fact.attempt_count + 1,
+        last_error = %(error)s::text,
+        next_attempt_at = now() + %(backoff_ms)s::double precision * interval '1 millisecond',
+        failed_at = CASE WHEN fact.attempt_count + 1 >= %(max_attempts)s::integer THEN now() END,
+        lease_owner = NULL,
+        lease_expires_at = NULL
+    WHERE fact.event_id = %(head_event_id)s::text
+      AND fact.lease_owner = %(lease_owner)s::text
+      AND fact.delivered_at IS NULL
+    RETURNING fact.failed_at IS NOT NULL AS failed
+), released AS (
+    UPDATE __schema__.outbox AS fact
+    SET lease_owner = NULL, lease_expires_at = NULL
+    WHERE fact.event_id = ANY (%(event_ids)s::text[])
+      AND fact.event_id <> %(head_event_id)s::text
+      AND fact.lease_owner = %(lease_owner)s::text
+      AND fact.delivered_at IS NULL
+)
+SELECT coalesce((SELECT failed FROM failed_head), false) AS failed, EXISTS (SELECT 1 FROM failed_head) AS counted;
+
+-- name: outbox_release_leases
+-- Return every lease this drainer holds (SIGTERM): the facts become claimable at once (OBX-9).
+UPDATE __schema__.outbox AS fact
+SET lease_owner = NULL, lease_expires_at = NULL
+WHERE fact.lease_owner = %(lease_owner)s::text AND fact.delivered_at IS NULL
+RETURNING fact.event_id;
+
+-- name: outbox_requeue_failed_head
+-- Operator repair: a failed head becomes deliverable again, unblocking its run's lane (OBX-2).
+UPDATE __schema__.outbox AS fact
+SET failed_at = NULL, next_attempt_at = NULL, attempt_count = 0, last_error = NULL
+WHERE fact.event_id = %(event_id)s::text AND fact.failed_at IS NOT NULL AND fact.delivered_at IS NULL
+RETURNING fact.event_id;
+
+-- name: outbox_metrics
+-- Delivery gauges: undelivered, failed heads, oldest undelivered age in seconds.
+SELECT count(*) AS undelivered,
+       count(*) FILTER (WHERE failed_at IS NOT NULL) AS failed_heads,
+       coalesce(extract(epoch FROM now() - min(created_at)), 0)::double precision AS oldest_undelivered_seconds
+FROM __schema__.outbox
+WHERE delivered_at IS NULL;
+
+-- name: runs_read_array_input_intent
+-- The run's array-input intent, read under the claim's run lock; only after the catalog shows the column (SCH-3).
+SELECT run.array_input_started FROM __schema__.runs AS run WHERE run.run_id = %(run_id)s::text;
+
+-- name: outbox_release_facts
+-- Return the lease of some leased facts without counting an attempt (a prefix cut before a terminal on another receiver, OBX-8).
+UPDATE __schema__.outbox AS fact
+SET lease_owner = NULL, lease_expires_at = NULL
+WHERE fact.event_id = ANY (%(event_ids)s::text[]) AND fact.lease_owner = %(lease_owner)s::text AND fact.delivered_at IS NULL
+RETURNING fact.event_id;
+
+-- name: run_ledger_count_events
+-- How many of a run's facts the built-in receiver holds, and how many are still undelivered (the demo prints it).
+SELECT (SELECT count(*) FROM __schema__.run_ledger_events WHERE run_id = %(run_id)s::text) AS received,
+       (SELECT count(*) FROM __schema__.outbox WHERE run_id = %(run_id)s::text AND delivered_at IS NULL) AS undelivered;

@@ -1,0 +1,176 @@
+"""OBX-4 orders, OBX-7 hints, OBX-8 routing, OBX-10 built-in receiver, TRM-6, SCH-3 historical schema."""
+
+import datetime as dt
+import json
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from scheduler import delivery, outbox
+from scheduler.errors import InvalidInput
+from scheduler.sweeps import outbox as drainer
+from tests import factories
+from tests.factories import one, query
+from tests.outbox.factories import backlog_run
+from tests.outbox.fake_receiver import COORDINATOR_TOKEN, FakeReceiver
+from tests.support import PROJECT_DIR, current_database_url, manage_command, manage_env
+
+pytestmark = pytest.mark.django_db
+
+
+def order(priority):
+    return [row["run_id"] for row in outbox.list_ready_runs("ledger", priority, 10)]
+
+
+def test_admission_first_and_oldest_ready__the_two_documented_orders():
+    backlog_run("a-progress", kinds=["run.progress"], start_second=1)
+    backlog_run("b-waiting", kinds=["run.progress", "run.waiting"], start_second=2)
+    backlog_run("c-terminal", kinds=["run.progress", "run.completed"], start_second=3)
+    backlog_run("d-created", kinds=["run.created"], start_second=4)
+    backlog_run("e-created", kinds=["run.created", "run.started"], start_second=5)
+    assert order("oldest_ready") == ["a-progress", "b-waiting", "c-terminal", "d-created", "e-created"]
+    assert order("admission_first") == ["d-created", "e-created", "c-terminal", "b-waiting", "a-progress"]
+
+
+def test_ready__failed_head_backoff_and_live_lease_keep_a_run_out():
+    backlog_run("failed", kinds=["run.progress", "run.completed"], start_second=1)
+    backlog_run("backoff", kinds=["run.progress"], start_second=2)
+    backlog_run("leased", kinds=["run.progress"], start_second=3)
+    backlog_run("ready", kinds=["run.progress"], start_second=4)
+    query("UPDATE outbox SET failed_at = now() WHERE run_id = 'failed' AND event_type = 'run.progress'")
+    query("UPDATE outbox SET next_attempt_at = now() + interval '1 hour' WHERE run_id = 'backoff'")
+    query("UPDATE outbox SET lease_owner = 'x', lease_expires_at = now() + interval '1 hour' WHERE run_id = 'leased'")
+    assert order("oldest_ready") == order("admission_first") == ["ready"]
+    query("UPDATE outbox SET lease_expires_at = now() - interval '1 second' WHERE run_id = 'leased'")
+    assert "leased" in order("oldest_ready")  # an expired lease is reclaimable
+
+
+def test_claim__causal_prefix_of_at_most_eight_under_one_lease():
+    ids = backlog_run("run-1", facts=11)
+    prefix = outbox.claim_prefix("ledger", "owner-a")
+    assert [fact.event_id for fact in prefix.facts] == ids[:8]
+    assert one("SELECT count(*) FROM outbox WHERE lease_owner = 'owner-a'") == 8
+    assert outbox.claim_prefix("ledger", "owner-b") is None  # the run's lane is held
+    assert outbox.acknowledge(prefix) == 8
+    assert [fact.event_id for fact in outbox.claim_prefix("ledger", "owner-b").facts] == ids[8:]
+
+
+@pytest.mark.parametrize("limit,exclude", [
+    (0, []), (4, []), (1.0, []), (True, []),
+    (1, [f"run-{i}" for i in range(33)]), (1, ["a", "a"]), (1, [""]), (1, [" a"]), (1, ["a "]), (1, "run-1"),
+])
+def test_hints__bad_arguments_refused(limit, exclude):
+    with pytest.raises(InvalidInput):
+        outbox.admission_hints(limit, exclude)
+
+
+def test_hints__valid_call_reserves_nothing():
+    backlog_run("run-1", kinds=["run.created"], start_second=1)
+    backlog_run("run-2", kinds=["run.progress"], start_second=2)
+    backlog_run("run-3", kinds=["run.created"], start_second=3)
+    before = factories.table_state()
+    assert outbox.admission_hints(3, ["run-1"]) == ["run-3", "run-2"]
+    assert outbox.admission_hints(1, []) == ["run-1"]
+    assert factories.table_state() == before
+
+
+def staged_prefix(started, supported, origin, kinds=("run.completed",)):
+    launch = {"runtimeApiBaseUrl": "https://ledger.example.com"}
+    if supported is not None:
+        launch["arrayInputTerminalRetirementSupported"] = supported
+    if origin is not None:
+        launch["arrayInputTerminalProjectionOrigin"] = origin
+    facts = [outbox.Fact(f"e{i}", "run", kind, {}, dt.datetime(2026, 1, 1, tzinfo=dt.UTC), 0) for i, kind in enumerate(kinds)]
+    return outbox.Prefix("run", "ledger", "owner", facts, launch, "org", array_input_started=started)
+
+
+IMMUTABLE = "https://projection.example.com"
+
+
+@pytest.mark.parametrize("started,supported,origin,expected", [
+    (False, True, IMMUTABLE, "https://ledger.example.com"),
+    (False, False, None, "https://ledger.example.com"),
+    (False, None, "http://mutable.example.com/path", "https://ledger.example.com"),
+    (True, True, IMMUTABLE, IMMUTABLE),
+    (True, True, IMMUTABLE + "/", IMMUTABLE + "/"),
+    (True, False, IMMUTABLE, "refused"),
+    (True, None, IMMUTABLE, "refused"),
+    (True, True, None, "refused"),
+    (True, True, "http://projection.example.com", "refused"),
+    (True, True, "https://projection.example.com/v2", "refused"),
+    (True, True, "https://projection.example.com?x=1", "refused"),
+    (True, True, "https://app-git-feature-team.vercel.app", "refused"),
+])
+def test_staged_array_routing__matrix(started, supported, origin, expected):
+    prefix = staged_prefix(started, supported, origin)
+    if expected == "refused":
+        with pytest.raises(delivery.DeliveryError, match=delivery.STAGED_REFUSAL):
+            delivery.plan_routes(prefix)
+    else:
+        assert delivery.plan_routes(prefix) == [(expected, prefix.facts)]
+
+
+def test_staged_array_routing__nonterminal_prefix_never_batched_into_a_terminal_elsewhere():
+    prefix = staged_prefix(True, True, IMMUTABLE, kinds=("run.progress", "run.progress", "run.completed"))
+    assert delivery.plan_routes(prefix) == [("https://ledger.example.com", prefix.facts[:2])]
+
+
+def test_staged_array_refusal__settled_through_the_failure_policy_not_stranded():
+    backlog_run("run-s", kinds=["run.completed"], array_input_started=True,
+                launch={"runtimeApiBaseUrl": "https://ledger.example.com"})
+    result = drainer.run_once("owner", max_attempts=5)
+    assert result.counts["retried"] == 1
+    error, owner, attempts = one("SELECT last_error, lease_owner, attempt_count FROM outbox WHERE run_id = 'run-s'")
+    assert delivery.STAGED_REFUSAL in error and owner is None and attempts == 1
+
+
+def test_token_cache__keyed_by_schema_authority_and_receiver():
+    launch = {"coordinatorInternalToken": "c", "runtimeApiBaseUrl": "https://a", "executorToken": "ignored"}
+    key = delivery.TokenCache.key("s", launch, "https://a")
+    assert key != delivery.TokenCache.key("s", launch, "https://b")
+    assert key != delivery.TokenCache.key("t", launch, "https://a")
+    assert key != delivery.TokenCache.key("s", {**launch, "coordinatorInternalToken": "d"}, "https://a")
+    assert key == delivery.TokenCache.key("s", {**launch, "executorToken": "other"}, "https://a")
+
+
+def test_builtin_receiver__stores_once_by_event_id_and_acknowledges():
+    ids = backlog_run("run-b", facts=5)
+    assert drainer.run_once("owner").counts["delivered"] == 5
+    assert [row[0] for row in query("SELECT event_id FROM run_ledger_events ORDER BY occurred_at")] == ids
+    query("UPDATE outbox SET delivered_at = NULL WHERE run_id = 'run-b'")  # a redelivery
+    assert drainer.run_once("owner").counts["delivered"] == 5
+    assert one("SELECT count(*) FROM run_ledger_events") == 5
+
+
+def test_ledger_events__invalid_terminal_performance_becomes_a_reason():
+    fact = outbox.Fact("e", "r", "run.completed", {"terminalRuntimePerformance": {"cpuMs": -1}},
+                       dt.datetime(2026, 1, 1, tzinfo=dt.UTC), 0)
+    payload = delivery.ledger_event(fact)["payload"]
+    assert "terminalRuntimePerformance" not in payload
+    assert payload["terminalRuntimePerformanceUnavailableReason"] == "invalid_terminal_performance"
+    valid = {"cpuMs": 1, "wallMs": 2, "peakMemoryBytes": 3, "attempt": 1}
+    fact.payload = {"terminalRuntimePerformance": valid}
+    assert delivery.ledger_event(fact)["payload"] == {"terminalRuntimePerformance": valid}
+
+
+def test_search_lane__acknowledged_without_a_receiver():
+    backlog_run("run-q", kinds=["run.progress", "run.progress"], lane="search",
+                launch={"runtimeApiBaseUrl": "http://127.0.0.1:9"})
+    assert drainer.run_once("owner", lane="search").counts["delivered"] == 2
+    assert one("SELECT count(*) FROM run_ledger_events") == 0
+
+
+def test_builtin_receiver_endpoint(client, settings):
+    settings.SCHEDULER_INTERNAL_TOKEN = "t"
+    body = {"runId": "r", "events": [{"eventId": "e1", "type": "run.created", "occurredAt": "2026-01-01T00:00:00Z"}]}
+    post = lambda data, token="t": client.post("/internal/run-ledger/events", data=json.dumps(data),  # noqa: E731
+                                               content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert post(body).json() == {"stored": 1, "received": 1}
+    assert post(body).json() == {"stored": 0, "received": 1}
+    assert post(body, token="x").status_code == 401
+    assert post({"runId": "r", "events": []}).status_code == 400
+    assert post({"runId": "r", "events": [{"eventId": "e2", "type": "t", "occurredAt": "nope"}]}).status_code == 400
+    assert one("SELECT count(*) FROM run_ledger_events") == 1
