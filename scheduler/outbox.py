@@ -90,13 +90,22 @@ def _missing_intent_column(error: BaseException) -> bool:
 
 
 def claim_prefix(lane: str, lease_owner: str, head_priority: str = "admission_first",
-                 lease_seconds: float = 30.0, *, read_intent: bool = True) -> Prefix | None:
-    candidates = list_ready_runs(lane, head_priority, MAX_PREFIX)
-    if not candidates:
-        return None
+                 lease_seconds: float = 30.0) -> Prefix | None:
+    """List ready runs, then claim the first one nobody holds."""
+    candidates = [row["run_id"] for row in list_ready_runs(lane, head_priority, MAX_PREFIX)]
+    return claim_run(candidates, lane, lease_owner, lease_seconds) if candidates else None
+
+
+def claim_run(run_ids: list[str], lane: str, lease_owner: str, lease_seconds: float = 30.0, *,
+              read_intent: bool = True) -> Prefix | None:
+    """Lock the first of `run_ids` nobody holds and lease its causal prefix; None when none could be leased.
+
+    The lease re-verifies readiness under the lock, so a stale candidate
+    (delivered or leased meanwhile) simply yields nothing.
+    """
     try:
         with transaction.atomic():
-            run_id = db.fetch_value("outbox_lock_first_run", {"run_ids": [row["run_id"] for row in candidates]})
+            run_id = db.fetch_value("outbox_lock_first_run", {"run_ids": run_ids})
             if run_id is None:
                 return None
             rows = db.fetch_all("outbox_lease_prefix", {
@@ -120,7 +129,7 @@ def claim_prefix(lane: str, lease_owner: str, head_priority: str = "admission_fi
         # claim rolled back; retry once on the historical path (intent false).
         if not (_missing_intent_column(error) and read_intent):
             raise
-        return claim_prefix(lane, lease_owner, head_priority, lease_seconds, read_intent=False)
+        return claim_run(run_ids, lane, lease_owner, lease_seconds, read_intent=False)
 
 
 def acknowledge(prefix: Prefix, event_ids: list[str] | None = None) -> int:

@@ -32,6 +32,7 @@ REQUIRED_INDEXES = (
     "runtime_scheduler_outbox_ready_idx",
     "runtime_scheduler_outbox_milestone_idx",
     "runtime_scheduler_run_ledger_events_run_idx",
+    "runtime_scheduler_outbox_blocker_idx",
 )
 LEGACY_CLEANUP_PENDING_INDEX = "runtime_scheduler_sandbox_cleanup_legacy_pending_idx"
 REQUIRED_FUNCTIONS = (

@@ -13,8 +13,7 @@ INDEXES = [
     # outbox_claim_choose_run (OBX-4 admission_first): pending admissions, waits and terminals by age.
     ("runtime_scheduler_outbox_milestone_idx",
      "CREATE INDEX CONCURRENTLY IF NOT EXISTS runtime_scheduler_outbox_milestone_idx "
-     "ON outbox (lane, event_type, created_at) WHERE delivered_at IS NULL "
-     "AND event_type IN ('run.created', 'run.waiting', 'run.completed', 'run.failed', 'run.cancelled')"),
+     "ON outbox (lane, event_type, created_at) WHERE delivered_at IS NULL"),
     # run_ledger_events by run (the built-in receiver's reads).
     ("runtime_scheduler_run_ledger_events_run_idx",
      "CREATE INDEX CONCURRENTLY IF NOT EXISTS runtime_scheduler_run_ledger_events_run_idx "

@@ -1,0 +1,151 @@
+"""Outbox delivery benchmark (issue 5): 100,000 facts over 10,000 runs drained by
+1, 2 and 4 drainer processes into the built-in receiver; facts/s against the
+pgbench single-row-update limit on the same server; then end-to-end lag
+p50/p99 with a producer at 25% of the measured 4-drainer throughput.
+Run: ./dev bench outbox [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import harness
+
+RUNS, FACTS_PER_RUN = 10_000, 10
+
+
+def seed_backlog(runs: int, facts_per_run: int) -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE outbox, run_ledger_events")
+        cursor.execute("DELETE FROM runs WHERE run_id LIKE 'obx-%%'")
+        cursor.execute(
+            """
+            INSERT INTO runs (run_id, org_id, play_name, status, launch_json)
+            SELECT 'obx-' || lpad(r::text, 6, '0'), 'org', 'bench', 'running', '{}'::jsonb
+            FROM generate_series(1, %(runs)s) AS r;
+            INSERT INTO outbox (event_id, run_id, event_type, payload_json, created_at)
+            SELECT 'obx-' || lpad(r::text, 6, '0') || ':' || f,
+                   'obx-' || lpad(r::text, 6, '0'),
+                   CASE WHEN f = 1 THEN 'run.created' WHEN f = %(facts)s THEN 'run.completed' ELSE 'run.progress' END,
+                   jsonb_build_object('n', f), clock_timestamp() + (f * 1000 + r) * interval '1 microsecond'
+            FROM generate_series(1, %(runs)s) AS r, generate_series(1, %(facts)s) AS f;
+            ANALYZE runs; ANALYZE outbox;
+            """,
+            {"runs": runs, "facts": facts_per_run},
+        )
+
+
+def drainer(bench_url: str, *args: str) -> subprocess.Popen:
+    env = dict(os.environ, DATABASE_URL=bench_url, LOG_LEVEL="WARNING")
+    return subprocess.Popen([sys.executable, str(harness.PROJECT_DIR / "manage.py"), "drain_outbox", *args],
+                            cwd=harness.PROJECT_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def delivered_rate() -> tuple[int, float]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*), extract(epoch FROM max(delivered_at) - min(delivered_at)) FROM outbox "
+                       "WHERE delivered_at IS NOT NULL")
+        count, seconds = cursor.fetchone()
+        cursor.execute("SELECT count(*) FROM outbox WHERE delivered_at IS NULL")
+        assert cursor.fetchone()[0] == 0, "facts left undelivered"
+        cursor.execute("SELECT count(*) FROM run_ledger_events")
+        assert cursor.fetchone()[0] == count, "receiver and outbox disagree"
+    return count, count / max(float(seconds), 1e-9)
+
+
+def drain_backlog(bench_url: str, drainers: int, runs: int) -> float:
+    seed_backlog(runs, FACTS_PER_RUN)
+    processes = [drainer(bench_url, "--once", "--batch", "100000") for _ in range(drainers)]
+    for process in processes:
+        process.wait()
+    return delivered_rate()[1]
+
+
+def lag_at(bench_url: str, rate: float, seconds: float) -> tuple[float, float, int]:
+    """Produce `rate` facts/s for `seconds` while 4 drainers run; lag = delivered_at - created_at."""
+    from django.db import connection, connections
+
+    seed_backlog(1, 1)
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE outbox, run_ledger_events")
+        cursor.execute("INSERT INTO runs (run_id, play_name, status, launch_json) SELECT 'lag-' || r, 'bench', 'running', '{}' "
+                       "FROM generate_series(1, 2000) AS r ON CONFLICT DO NOTHING")
+    processes = [drainer(bench_url, "--interval", "0.2") for _ in range(4)]
+    time.sleep(3)  # let the drainers start and LISTEN
+    stop = time.monotonic() + seconds
+    produced = 0
+
+    def produce():
+        nonlocal produced
+        tick = 0.02
+        with connections["default"].cursor() as cursor:
+            while time.monotonic() < stop:
+                batch = max(1, int(rate * tick))
+                cursor.execute(
+                    "INSERT INTO outbox (event_id, run_id, event_type, payload_json) "
+                    "SELECT 'lag-' || %(n)s || '-' || i, 'lag-' || (1 + (%(n)s + i) %% 2000), 'run.progress', '{}' "
+                    "FROM generate_series(1, %(batch)s) AS i",
+                    {"n": produced, "batch": batch},
+                )
+                produced += batch
+                time.sleep(tick)
+        connections.close_all()
+
+    producer = threading.Thread(target=produce)
+    producer.start()
+    producer.join()
+    deadline = time.monotonic() + 60
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute("SELECT count(*) FROM outbox WHERE delivered_at IS NULL")
+            if cursor.fetchone()[0] == 0:
+                break
+            time.sleep(0.2)
+        cursor.execute("SELECT percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY extract(epoch FROM delivered_at - created_at)) "
+                       "FROM outbox WHERE delivered_at IS NOT NULL")
+        p50, p99 = cursor.fetchone()[0]
+    for process in processes:
+        process.send_signal(signal.SIGTERM)
+    for process in processes:
+        process.wait(60)
+    return p50 * 1000, p99 * 1000, produced
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="a tenth of the runs and a short lag phase")
+    args = parser.parse_args()
+    runs = RUNS // 10 if args.quick else RUNS
+    server_url = harness.server_url()
+    bench_url = harness.recreate_database(server_url)
+    harness.setup_django(bench_url)
+    from django.db import connections
+
+    rates = {}
+    for drainers in (1, 2, 4):
+        rates[drainers] = drain_backlog(bench_url, drainers, runs)
+        connections.close_all()
+    limit = harness.pgbench_limit(bench_url, harness.SINGLE_ROW_UPDATE, clients=4)
+    p50, p99, produced = lag_at(bench_url, rates[4] * 0.25, 5 if args.quick else 15)
+    rows = [("measure", "value", "reference", "ratio", "target")]
+    for drainers, rate in rates.items():
+        rows.append((f"{runs * FACTS_PER_RUN:,} facts, {drainers} drainer(s) (facts/s)", f"{rate:.0f}",
+                     f"pgbench single-row update c=4: {limit:.0f} tps" if drainers == 4 else "",
+                     f"{rate / limit:.2f}" if drainers == 4 else "", ">= 0.40" if drainers == 4 else ""))
+    rows.append((f"lag at 25% of 4-drainer rate ({rates[4] * 0.25:.0f} facts/s, {produced:,} facts)",
+                 f"p50 {p50:.0f} ms", f"p99 {p99:.0f} ms", "", "p99 < 1000 ms"))
+    harness.print_table(f"outbox delivery benchmark ({'quick' if args.quick else 'full'})", rows)
+
+
+if __name__ == "__main__":
+    main()
