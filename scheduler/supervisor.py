@@ -64,6 +64,8 @@ def default_children(bind: str) -> list[Child]:
         Child("dispatch", manage("dispatch_runs", "--interval", "0.5")),
         Child("liveness", manage("run_liveness_sweep", "--interval", "2")),
         Child("drain", manage("drain_outbox", "--workers", "2", "--interval", "1")),
+        Child("cleanup", manage("run_sandbox_cleanup", "--interval", "1")),
+        Child("billing", manage("finalize_billing", "--interval", "2")),
     ]
 
 

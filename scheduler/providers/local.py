@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 from pathlib import Path
 
@@ -38,6 +37,24 @@ def _process(sandbox_id: str) -> psutil.Process | None:
         return process
     except psutil.NoSuchProcess:
         return None
+
+
+def _group_members(sandbox_id: str) -> list[psutil.Process]:
+    """Live processes of the sandbox's process group started no earlier than the sandbox.
+
+    A play can leave children behind after the runner (the group leader)
+    exits; they are still the sandbox.
+    """
+    pgid, started_ms = _parse(sandbox_id)
+    members = []
+    for process in psutil.process_iter(["pid", "create_time", "status"]):
+        try:
+            if (os.getpgid(process.pid) == pgid and process.info["status"] != psutil.STATUS_ZOMBIE
+                    and int(process.info["create_time"] * 1000) >= started_ms):
+                members.append(process)
+        except (ProcessLookupError, psutil.NoSuchProcess, PermissionError):
+            continue
+    return members
 
 
 def reap_children() -> None:
@@ -90,23 +107,21 @@ class LocalProvider(SandboxProvider):
             return Inspection.UNKNOWN
 
     def delete(self, ref: SandboxRef) -> DeleteOutcome:
-        process = _process(ref.sandbox_id)
         outcome = DeleteOutcome.ALREADY_ABSENT
-        if process is not None:
+        members = _group_members(ref.sandbox_id)
+        for member in members:
             try:
-                os.killpg(process.pid, signal.SIGKILL)
+                member.kill()
                 outcome = DeleteOutcome.ACCEPTED
-            except ProcessLookupError:
+            except psutil.NoSuchProcess:
                 pass
-            except PermissionError as exc:
-                raise ProviderError(f"local sandbox could not be stopped: {exc.strerror}", permanent=True) from None
+            except psutil.AccessDenied:
+                raise ProviderError("local sandbox could not be stopped: permission denied", permanent=True) from None
+        psutil.wait_procs(members, timeout=5)  # SIGKILL lands asynchronously; our own children are reaped here
         reap_children()
         shutil.rmtree(self.workdir(ref.sandbox_id), ignore_errors=True)
         return outcome
 
     def read_back(self, ref: SandboxRef) -> ReadBack:
         reap_children()
-        try:
-            return ReadBack.STILL_PRESENT if _process(ref.sandbox_id) else ReadBack.DELETED
-        except psutil.AccessDenied:
-            return ReadBack.UNKNOWN
+        return ReadBack.STILL_PRESENT if _group_members(ref.sandbox_id) else ReadBack.DELETED

@@ -1,0 +1,20 @@
+"""Compute billing (BIL-1): finalize a terminal run's runtime resources into billing items."""
+
+from __future__ import annotations
+
+from scheduler import db
+
+TERMINAL_GRACE_SECONDS = 60
+DEFAULT_TIMEOUT_SECONDS = 3600
+
+
+def claim(lease_owner: str, limit: int = 20, now=None) -> list[str]:
+    return [row["run_id"] for row in db.fetch_all("compute_billing_claim", {"lease_owner": lease_owner, "limit": limit, "now": now})]
+
+
+def finalize(run_id: str, lease_owner: str, now=None) -> dict:
+    """One statement: items idempotent by adjustment id; late resources wait or are capped."""
+    return db.fetch_one("compute_billing_finalize", {
+        "run_id": run_id, "lease_owner": lease_owner, "now": now,
+        "grace_seconds": TERMINAL_GRACE_SECONDS, "default_timeout_seconds": DEFAULT_TIMEOUT_SECONDS,
+    })

@@ -1,0 +1,85 @@
+-- name: compute_billing_claim
+-- Lease due pending billing jobs, SKIP LOCKED (BIL-1).
+WITH due AS (
+    SELECT job.run_id FROM __schema__.compute_billing_jobs_v2 AS job
+    WHERE job.status = 'pending' AND job.available_at <= coalesce(%(now)s::timestamptz, now())
+      AND (job.lease_owner IS NULL OR job.lease_expires_at <= coalesce(%(now)s::timestamptz, now()))
+    ORDER BY job.available_at, job.run_id
+    LIMIT %(limit)s::integer
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE __schema__.compute_billing_jobs_v2 AS job
+SET lease_owner = %(lease_owner)s::text, lease_expires_at = now() + interval '5 minutes',
+    attempt_count = job.attempt_count + 1, updated_at = now()
+FROM due
+WHERE job.run_id = due.run_id
+RETURNING job.run_id;
+
+-- name: compute_billing_finalize
+-- Turn a terminal run's runtime resources into billing items, idempotent by adjustment id; a late resource (no billingEndedAt) waits for confirmed cleanup or its ceiling, then is billed at most timeoutSeconds + grace (BIL-1).
+WITH job AS MATERIALIZED (
+    SELECT job.run_id FROM __schema__.compute_billing_jobs_v2 AS job
+    WHERE job.run_id = %(run_id)s::text AND job.status = 'pending' AND job.lease_owner = %(lease_owner)s::text
+    FOR UPDATE
+), clock AS MATERIALIZED (
+    SELECT (extract(epoch FROM coalesce(%(now)s::timestamptz, clock_timestamp())) * 1000)::bigint AS now_ms
+), billed_run AS MATERIALIZED (
+    SELECT run.run_id, run.org_id, run.runtime_resources_json,
+           CASE WHEN jsonb_typeof(run.launch_json #> '{contractSnapshot,sandbox,timeoutSeconds}') = 'number'
+                THEN (run.launch_json #>> '{contractSnapshot,sandbox,timeoutSeconds}')::bigint
+                ELSE %(default_timeout_seconds)s::bigint END AS timeout_seconds
+    FROM __schema__.runs AS run
+    JOIN job ON job.run_id = run.run_id
+    WHERE run.status IN ('completed', 'failed', 'cancelled')
+), resources AS MATERIALIZED (
+    SELECT billed_run.run_id, billed_run.org_id, item.resource,
+           (item.resource ->> 'billingStartedAt')::bigint AS started_ms,
+           CASE WHEN jsonb_typeof(item.resource -> 'billingEndedAt') = 'number'
+                THEN (item.resource ->> 'billingEndedAt')::bigint END AS ended_ms,
+           (item.resource ->> 'billingStartedAt')::bigint
+               + (billed_run.timeout_seconds + %(grace_seconds)s::bigint) * 1000 AS ceiling_ms
+    FROM billed_run
+    CROSS JOIN LATERAL jsonb_array_elements(billed_run.runtime_resources_json) AS item(resource)
+    WHERE jsonb_typeof(item.resource -> 'billingStartedAt') = 'number'
+), waiting AS MATERIALIZED (
+    SELECT min(resources.ceiling_ms) AS until_ms
+    FROM resources CROSS JOIN clock
+    WHERE resources.ended_ms IS NULL AND resources.ceiling_ms > clock.now_ms
+), items AS (
+    INSERT INTO __schema__.billing_items (
+        adjustment_session_id, run_id, org_id, kind, provider, sandbox_id, routing_domain,
+        billing_started_at, billing_ended_at, duration_ms, cpu, memory_mb
+    )
+    SELECT CASE WHEN resources.ended_ms IS NOT NULL
+                THEN resources.run_id || ':resource:' || coalesce(resources.resource ->> 'provider', '') || ':' || coalesce(resources.resource ->> 'sandboxId', '')
+                ELSE resources.run_id || ':late-resource:' || encode(sha256(convert_to(
+                         coalesce(resources.resource ->> 'provider', '') || '|' || coalesce(resources.resource ->> 'sandboxId', '')
+                         || '|' || coalesce(resources.resource ->> 'routingDomain', '') || '|' || resources.started_ms, 'UTF8')), 'hex')
+           END,
+           resources.run_id, resources.org_id,
+           CASE WHEN resources.ended_ms IS NOT NULL THEN 'resource' ELSE 'late_resource' END,
+           coalesce(resources.resource ->> 'provider', 'unknown'), coalesce(resources.resource ->> 'sandboxId', ''),
+           resources.resource ->> 'routingDomain',
+           to_timestamp(resources.started_ms / 1000.0),
+           to_timestamp(coalesce(resources.ended_ms, resources.ceiling_ms) / 1000.0),
+           greatest(0, coalesce(resources.ended_ms, resources.ceiling_ms) - resources.started_ms),
+           CASE WHEN jsonb_typeof(resources.resource -> 'cpu') = 'number' THEN (resources.resource ->> 'cpu')::double precision END,
+           CASE WHEN jsonb_typeof(resources.resource -> 'memoryMb') = 'number' THEN (resources.resource ->> 'memoryMb')::numeric::integer END
+    FROM resources
+    WHERE NOT EXISTS (SELECT 1 FROM waiting WHERE waiting.until_ms IS NOT NULL)
+    ON CONFLICT (adjustment_session_id) DO NOTHING
+    RETURNING adjustment_session_id
+), settled_job AS (
+    UPDATE __schema__.compute_billing_jobs_v2 AS billing
+    SET status = CASE WHEN waiting.until_ms IS NULL THEN 'finalized' ELSE 'pending' END,
+        finalized_at = CASE WHEN waiting.until_ms IS NULL THEN now() END,
+        available_at = CASE WHEN waiting.until_ms IS NULL THEN billing.available_at ELSE to_timestamp(waiting.until_ms / 1000.0) END,
+        last_error = CASE WHEN waiting.until_ms IS NULL THEN NULL
+                          ELSE 'late runtime resource waits for confirmed cleanup or its billing ceiling' END,
+        lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+    FROM job CROSS JOIN waiting
+    WHERE billing.run_id = job.run_id AND EXISTS (SELECT 1 FROM billed_run)
+    RETURNING billing.status
+)
+SELECT (SELECT status FROM settled_job) AS status, (SELECT count(*) FROM items) AS items_written,
+       (SELECT until_ms FROM waiting) AS waiting_until_ms;

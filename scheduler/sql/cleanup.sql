@@ -1,0 +1,278 @@
+-- name: sandbox_cleanup_adoption_preflight
+-- Cheap proof of adoption work: any non-deleted legacy row, or any non-deleted v2 daytona row with a null routing domain (CLN-2).
+SELECT EXISTS (
+           SELECT 1 FROM __schema__.sandbox_cleanup_jobs_v2
+           WHERE provider = 'daytona' AND routing_domain IS NULL AND status <> 'deleted'
+       ) OR EXISTS (
+           SELECT 1 FROM __schema__.sandbox_cleanup_jobs WHERE status <> 'deleted'
+       ) AS pending;
+
+-- name: sandbox_cleanup_adopt
+-- Adoption repair in one statement (CLN-3): settle confirmed null-domain duplicates, mark proven legacy rows deleted (after the v2 settle: completion locks v2 before legacy), copy every other pending legacy row into v2.
+WITH pending_legacy AS MATERIALIZED (
+    SELECT sandbox_id, run_id, attempt, environment, routing_domain, attempt_count, failure_count,
+           available_at, last_error, created_at, blocked_at, block_reason, status
+    FROM __schema__.sandbox_cleanup_jobs
+    WHERE status <> 'deleted'
+), unresolved_null_domain AS MATERIALIZED (
+    SELECT sandbox_id, run_id, attempt, environment FROM __schema__.sandbox_cleanup_jobs_v2
+    WHERE provider = 'daytona' AND routing_domain IS NULL AND status <> 'deleted'
+    UNION
+    SELECT sandbox_id, run_id, attempt, environment FROM pending_legacy WHERE routing_domain IS NULL
+), confirmed_null_domain AS MATERIALIZED (
+    -- (a) a deleted daytona tombstone with a domain and its confirmation prove the null-domain original.
+    SELECT tombstone.sandbox_id, tombstone.run_id, tombstone.attempt, tombstone.environment,
+           min(coalesce(tombstone.deleted_at, confirmation.created_at)) AS confirmed_deleted_at
+    FROM unresolved_null_domain AS original
+    JOIN __schema__.sandbox_cleanup_jobs_v2 AS tombstone
+      ON tombstone.sandbox_id = original.sandbox_id AND tombstone.run_id = original.run_id
+     AND tombstone.attempt = original.attempt AND tombstone.environment = original.environment
+    JOIN __schema__.sandbox_cleanup_events_v2 AS confirmation
+      ON confirmation.provider = tombstone.provider AND confirmation.sandbox_id = tombstone.sandbox_id
+     AND confirmation.run_id = tombstone.run_id AND confirmation.attempt = tombstone.attempt
+     AND confirmation.routing_domain IS NULL
+     AND confirmation.event_type = 'provider_delete_confirmed'
+     AND confirmation.details_json ->> 'providerOutcome' = 'deleted'
+     AND confirmation.details_json ->> 'routingDomain' = tombstone.routing_domain
+    WHERE tombstone.provider = 'daytona' AND tombstone.status = 'deleted' AND tombstone.routing_domain IS NOT NULL
+    GROUP BY tombstone.sandbox_id, tombstone.run_id, tombstone.attempt, tombstone.environment
+), settled_duplicate AS (
+    UPDATE __schema__.sandbox_cleanup_jobs_v2 AS duplicate
+    SET status = 'deleted', deleted_at = confirmed.confirmed_deleted_at,
+        lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, updated_at = clock_timestamp()
+    FROM confirmed_null_domain AS confirmed
+    WHERE duplicate.provider = 'daytona' AND duplicate.routing_domain IS NULL AND duplicate.status <> 'deleted'
+      AND duplicate.sandbox_id = confirmed.sandbox_id AND duplicate.run_id = confirmed.run_id
+      AND duplicate.attempt = confirmed.attempt AND duplicate.environment = confirmed.environment
+    RETURNING duplicate.sandbox_id
+), proven_legacy AS MATERIALIZED (
+    -- (b) proven by a v2 tombstone of its exact identity and domain, or null-domain and confirmed by (a).
+    SELECT legacy.sandbox_id, legacy.run_id, legacy.attempt, legacy.environment, legacy.routing_domain,
+           coalesce(
+               (SELECT tombstone.deleted_at FROM __schema__.sandbox_cleanup_jobs_v2 AS tombstone
+                WHERE tombstone.provider = 'daytona' AND tombstone.status = 'deleted'
+                  AND tombstone.sandbox_id = legacy.sandbox_id AND tombstone.run_id = legacy.run_id
+                  AND tombstone.attempt = legacy.attempt AND tombstone.environment = legacy.environment
+                  AND tombstone.routing_domain IS NOT DISTINCT FROM legacy.routing_domain
+                LIMIT 1),
+               (SELECT confirmed.confirmed_deleted_at FROM confirmed_null_domain AS confirmed
+                WHERE legacy.routing_domain IS NULL
+                  AND confirmed.sandbox_id = legacy.sandbox_id AND confirmed.run_id = legacy.run_id
+                  AND confirmed.attempt = legacy.attempt AND confirmed.environment = legacy.environment),
+               (SELECT min(confirmation.created_at) FROM __schema__.sandbox_cleanup_events_v2 AS confirmation
+                WHERE confirmation.provider = 'daytona' AND confirmation.sandbox_id = legacy.sandbox_id
+                  AND confirmation.run_id = legacy.run_id AND confirmation.attempt = legacy.attempt
+                  AND confirmation.routing_domain IS NOT DISTINCT FROM legacy.routing_domain
+                  AND confirmation.event_type = 'provider_delete_confirmed'
+                  AND confirmation.details_json ->> 'providerOutcome' IN ('deleted', 'already_absent')
+                  AND confirmation.details_json ->> 'routingDomain' IS NOT DISTINCT FROM legacy.routing_domain)
+           ) AS confirmed_deleted_at
+    FROM pending_legacy AS legacy
+    WHERE EXISTS (
+              SELECT 1 FROM __schema__.sandbox_cleanup_jobs_v2 AS tombstone
+              WHERE tombstone.provider = 'daytona' AND tombstone.status = 'deleted'
+                AND tombstone.sandbox_id = legacy.sandbox_id AND tombstone.run_id = legacy.run_id
+                AND tombstone.attempt = legacy.attempt AND tombstone.environment = legacy.environment
+                AND tombstone.routing_domain IS NOT DISTINCT FROM legacy.routing_domain
+          )
+       OR (legacy.routing_domain IS NULL AND EXISTS (
+              SELECT 1 FROM confirmed_null_domain AS confirmed
+              WHERE confirmed.sandbox_id = legacy.sandbox_id AND confirmed.run_id = legacy.run_id
+                AND confirmed.attempt = legacy.attempt AND confirmed.environment = legacy.environment
+          ))
+), settled_legacy AS (
+    -- (c) after the v2 settle, so adopters take v2 locks before legacy ones, as completion does.
+    UPDATE __schema__.sandbox_cleanup_jobs AS legacy
+    SET status = 'deleted', deleted_at = coalesce(proven.confirmed_deleted_at, legacy.deleted_at),
+        lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, updated_at = clock_timestamp()
+    FROM proven_legacy AS proven
+    CROSS JOIN (SELECT count(*) FROM settled_duplicate) AS v2_first
+    WHERE legacy.sandbox_id = proven.sandbox_id AND legacy.run_id = proven.run_id
+      AND legacy.attempt = proven.attempt AND legacy.environment = proven.environment
+      AND legacy.routing_domain IS NOT DISTINCT FROM proven.routing_domain
+    RETURNING legacy.sandbox_id
+), copied AS (
+    -- (d) every other pending legacy row becomes a v2 daytona obligation.
+    INSERT INTO __schema__.sandbox_cleanup_jobs_v2 (
+        provider, sandbox_id, run_id, attempt, environment, routing_domain, status, attempt_count, failure_count,
+        available_at, last_error, created_at, updated_at, blocked_at, block_reason
+    )
+    SELECT 'daytona', legacy.sandbox_id, legacy.run_id, legacy.attempt, legacy.environment, legacy.routing_domain,
+           legacy.status, legacy.attempt_count, legacy.failure_count, legacy.available_at, legacy.last_error,
+           legacy.created_at, now(), legacy.blocked_at, legacy.block_reason
+    FROM pending_legacy AS legacy
+    WHERE NOT EXISTS (
+        SELECT 1 FROM proven_legacy AS proven
+        WHERE proven.sandbox_id = legacy.sandbox_id AND proven.run_id = legacy.run_id
+          AND proven.attempt = legacy.attempt AND proven.environment = legacy.environment
+          AND proven.routing_domain IS NOT DISTINCT FROM legacy.routing_domain
+    )
+    ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
+    RETURNING sandbox_id
+)
+SELECT (SELECT count(*) FROM settled_duplicate) AS settled_duplicates,
+       (SELECT count(*) FROM settled_legacy) AS settled_legacy,
+       (SELECT count(*) FROM copied) AS copied;
+
+-- name: sandbox_cleanup_claim
+-- Lease due, unblocked, unleased-or-expired v2 obligations of the given providers, SKIP LOCKED, counting an attempt (CLN-4).
+WITH due AS (
+    SELECT job.provider, job.sandbox_id, job.routing_domain_key
+    FROM __schema__.sandbox_cleanup_jobs_v2 AS job
+    WHERE job.status = 'pending'
+      AND job.provider = ANY (%(providers)s::text[])
+      AND job.available_at <= coalesce(%(now)s::timestamptz, now())
+      AND (job.lease_owner IS NULL OR job.lease_expires_at <= coalesce(%(now)s::timestamptz, now()))
+    ORDER BY job.available_at, job.sandbox_id
+    LIMIT %(limit)s::integer
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE __schema__.sandbox_cleanup_jobs_v2 AS job
+SET lease_owner = %(lease_owner)s::text,
+    lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::double precision),
+    attempt_count = job.attempt_count + 1,
+    updated_at = now()
+FROM due
+WHERE job.provider = due.provider AND job.sandbox_id = due.sandbox_id AND job.routing_domain_key = due.routing_domain_key
+RETURNING job.provider, job.sandbox_id, job.run_id, job.attempt, job.environment, job.routing_domain,
+          job.attempt_count, job.failure_count;
+
+-- name: sandbox_cleanup_record_event
+-- Append one cleanup event (requested, accepted, failed) for a job's identity.
+INSERT INTO __schema__.sandbox_cleanup_events_v2 (event_id, provider, sandbox_id, run_id, attempt, routing_domain, event_type, details_json)
+VALUES (%(event_id)s::text, %(provider)s::text, %(sandbox_id)s::text, %(run_id)s::text, %(attempt)s::integer,
+        %(routing_domain)s::text, %(event_type)s::text, %(details)s::jsonb)
+ON CONFLICT (event_id) DO NOTHING;
+
+-- name: sandbox_cleanup_read_acceptance
+-- The first delete the provider accepted for this job, by time then event id (CLN-5).
+SELECT (extract(epoch FROM event.created_at) * 1000)::bigint AS accepted_at_ms,
+       event.details_json ->> 'routingDomain' AS organization_id
+FROM __schema__.sandbox_cleanup_events_v2 AS event
+WHERE event.run_id = %(run_id)s::text AND event.attempt = %(attempt)s::integer
+  AND event.provider = %(provider)s::text AND event.sandbox_id = %(sandbox_id)s::text
+  AND event.routing_domain IS NOT DISTINCT FROM %(routing_domain)s::text
+  AND event.event_type = 'provider_delete_accepted'
+ORDER BY event.created_at, event.event_id
+LIMIT 1;
+
+-- name: sandbox_cleanup_complete
+-- Provider-confirmed completion under the run's custody lock and the job's full identity (CLN-6): tombstone at the first acceptance, billingEndedAt, confirmation event, legacy completion for daytona.
+WITH custody AS MATERIALIZED (
+    SELECT run.run_id FROM __schema__.runs AS run WHERE run.run_id = %(run_id)s::text FOR NO KEY UPDATE
+), current_job AS MATERIALIZED (
+    SELECT job.status, job.lease_owner, job.lease_expires_at, job.environment, job.routing_domain
+    FROM __schema__.sandbox_cleanup_jobs_v2 AS job
+    CROSS JOIN (SELECT count(*) FROM custody) AS custody_first
+    WHERE job.provider = %(provider)s::text AND job.sandbox_id = %(sandbox_id)s::text
+      AND job.run_id = %(run_id)s::text AND job.attempt = %(attempt)s::integer
+      AND job.routing_domain IS NOT DISTINCT FROM %(routing_domain)s::text
+    FOR UPDATE OF job
+), acceptance AS MATERIALIZED (
+    SELECT min(event.created_at) AS accepted_at
+    FROM __schema__.sandbox_cleanup_events_v2 AS event
+    WHERE event.run_id = %(run_id)s::text AND event.attempt = %(attempt)s::integer
+      AND event.provider = %(provider)s::text AND event.sandbox_id = %(sandbox_id)s::text
+      AND event.routing_domain IS NOT DISTINCT FROM %(routing_domain)s::text
+      AND event.event_type = 'provider_delete_accepted'
+), outcome AS MATERIALIZED (
+    SELECT CASE
+        WHEN NOT EXISTS (SELECT 1 FROM current_job) THEN
+            CASE WHEN EXISTS (
+                SELECT 1 FROM __schema__.sandbox_cleanup_jobs_v2 AS other
+                WHERE other.provider = %(provider)s::text AND other.sandbox_id = %(sandbox_id)s::text
+                  AND other.run_id = %(run_id)s::text AND other.attempt = %(attempt)s::integer
+            ) THEN 'wrong_routing_domain' ELSE 'missing_obligation' END
+        WHEN (SELECT status FROM current_job) = 'deleted' THEN 'already_deleted'
+        WHEN (SELECT lease_owner IS DISTINCT FROM %(lease_owner)s::text FROM current_job) THEN 'lease_lost'
+        ELSE 'completed'
+    END AS outcome,
+    coalesce((SELECT accepted_at FROM acceptance), clock_timestamp()) AS ended_at
+), tombstone AS (
+    UPDATE __schema__.sandbox_cleanup_jobs_v2 AS job
+    SET status = 'deleted',
+        deleted_at = outcome.ended_at,
+        delete_confirmed_at = clock_timestamp(),
+        routing_domain = coalesce(job.routing_domain, nullif(%(observed_routing_domain)s::text, '')),
+        lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, updated_at = clock_timestamp()
+    FROM outcome
+    WHERE outcome.outcome = 'completed'
+      AND job.provider = %(provider)s::text AND job.sandbox_id = %(sandbox_id)s::text
+      AND job.run_id = %(run_id)s::text AND job.attempt = %(attempt)s::integer
+      AND job.routing_domain IS NOT DISTINCT FROM %(routing_domain)s::text
+    RETURNING job.provider, job.sandbox_id, job.routing_domain
+), billing_end AS (
+    -- Billing ends when the provider accepted the delete, not when the read-back confirmed it.
+    UPDATE __schema__.runs AS run
+    SET runtime_resources_json = (
+            SELECT coalesce(jsonb_agg(CASE
+                       WHEN resource ->> 'sandboxId' = %(sandbox_id)s::text
+                            AND coalesce(resource ->> 'provider', %(provider)s::text) = %(provider)s::text
+                            AND NOT resource ? 'billingEndedAt'
+                       THEN resource || jsonb_build_object('billingEndedAt',
+                                (extract(epoch FROM outcome.ended_at) * 1000)::bigint)
+                       ELSE resource END ORDER BY position), '[]'::jsonb)
+            FROM jsonb_array_elements(run.runtime_resources_json) WITH ORDINALITY AS item(resource, position)
+        ),
+        updated_at = now()
+    FROM outcome, tombstone
+    WHERE run.run_id = %(run_id)s::text
+)
+, confirmation AS (
+    INSERT INTO __schema__.sandbox_cleanup_events_v2 (event_id, provider, sandbox_id, run_id, attempt, routing_domain, event_type, details_json)
+    SELECT %(event_id)s::text, tombstone.provider, tombstone.sandbox_id, %(run_id)s::text, %(attempt)s::integer,
+           %(routing_domain)s::text, 'provider_delete_confirmed',
+           jsonb_build_object('providerOutcome', %(provider_outcome)s::text, 'routingDomain', tombstone.routing_domain)
+    FROM tombstone
+    ON CONFLICT (event_id) DO NOTHING
+), billing_nudge AS (
+    -- A late resource that just got its end time need not wait for its ceiling.
+    UPDATE __schema__.compute_billing_jobs_v2 AS billing
+    SET available_at = least(billing.available_at, now())
+    FROM tombstone
+    WHERE billing.run_id = %(run_id)s::text AND billing.status = 'pending'
+), legacy_completion AS (
+    UPDATE __schema__.sandbox_cleanup_jobs AS legacy
+    SET status = 'deleted', deleted_at = coalesce(legacy.deleted_at, clock_timestamp()),
+        lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, updated_at = clock_timestamp()
+    FROM tombstone CROSS JOIN current_job
+    WHERE tombstone.provider = 'daytona'
+      AND legacy.sandbox_id = tombstone.sandbox_id AND legacy.run_id = %(run_id)s::text
+      AND legacy.attempt = %(attempt)s::integer AND legacy.environment = current_job.environment
+      AND legacy.routing_domain IS NOT DISTINCT FROM tombstone.routing_domain
+      AND legacy.status <> 'deleted'
+)
+SELECT outcome.outcome, outcome.ended_at FROM outcome;
+
+-- name: sandbox_cleanup_fail
+-- A failed delete (CLN-7): back off, or block with a reason when permanent or past the limit; the lease is returned.
+UPDATE __schema__.sandbox_cleanup_jobs_v2 AS job
+SET failure_count = job.failure_count + 1,
+    last_error = %(error)s::text,
+    available_at = now() + %(backoff_ms)s::double precision * interval '1 millisecond',
+    status = CASE WHEN %(permanent)s::boolean OR job.failure_count + 1 >= %(max_failures)s::integer THEN 'blocked' ELSE job.status END,
+    blocked_at = CASE WHEN %(permanent)s::boolean OR job.failure_count + 1 >= %(max_failures)s::integer THEN now() END,
+    block_reason = CASE WHEN %(permanent)s::boolean OR job.failure_count + 1 >= %(max_failures)s::integer THEN %(error)s::text END,
+    lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+WHERE job.provider = %(provider)s::text AND job.sandbox_id = %(sandbox_id)s::text
+  AND job.routing_domain IS NOT DISTINCT FROM %(routing_domain)s::text
+  AND job.lease_owner = %(lease_owner)s::text AND job.status = 'pending'
+RETURNING job.status;
+
+-- name: sandbox_cleanup_retry_later
+-- The provider took the delete but the read-back still sees the sandbox: look again later, without counting a failure.
+UPDATE __schema__.sandbox_cleanup_jobs_v2 AS job
+SET available_at = now() + %(delay_ms)s::double precision * interval '1 millisecond',
+    lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+WHERE job.provider = %(provider)s::text AND job.sandbox_id = %(sandbox_id)s::text
+  AND job.routing_domain IS NOT DISTINCT FROM %(routing_domain)s::text
+  AND job.lease_owner = %(lease_owner)s::text AND job.status = 'pending'
+RETURNING job.sandbox_id;
+
+-- name: sandbox_cleanup_unblock
+-- Operator repair (CLN-7): a blocked job becomes pending and due now, its failure count reset.
+UPDATE __schema__.sandbox_cleanup_jobs_v2 AS job
+SET status = 'pending', blocked_at = NULL, block_reason = NULL, failure_count = 0, available_at = now(), updated_at = now()
+WHERE job.provider = %(provider)s::text AND job.sandbox_id = %(sandbox_id)s::text
+  AND job.routing_domain_key = coalesce(%(routing_domain)s::text, '') AND job.status = 'blocked'
+RETURNING job.sandbox_id;

@@ -1,0 +1,95 @@
+"""CLN-2, CLN-3: the preflight and the adoption repair, case by case."""
+
+import datetime as dt
+
+import pytest
+
+from scheduler import cleanup
+from tests import factories
+from tests.cleanup.factories import event, legacy, legacy_rows, v2, v2_rows
+from tests.factories import one
+
+pytestmark = pytest.mark.django_db
+T1 = dt.datetime(2026, 5, 1, 10, 0, tzinfo=dt.UTC)
+T2 = T1 + dt.timedelta(minutes=5)
+T3 = T1 + dt.timedelta(minutes=9)
+
+
+def test_a__null_domain_duplicate_settled_at_the_earliest_confirmation():
+    v2("sb-1", routing_domain=None)
+    v2("sb-1", routing_domain="org-a", status="deleted")  # tombstone with the observed domain, no deleted_at
+    event("sb-1", "provider_delete_confirmed", T2, providerOutcome="deleted", routingDomain="org-a")
+    event("sb-1", "provider_delete_confirmed", T1, providerOutcome="deleted", routingDomain="org-a")
+    event("sb-1", "provider_delete_confirmed", T1 - dt.timedelta(hours=1), providerOutcome="deleted", routingDomain="org-b")
+    assert cleanup.adopt()["settled_duplicates"] == 1
+    assert v2_rows() == [("daytona", "sb-1", None, "deleted", T1), ("daytona", "sb-1", "org-a", "deleted", None)]
+
+
+def test_b__legacy_proven_by_a_v2_tombstone__deleted_at_the_tombstones_time_and_not_copied():
+    legacy("sb-2", routing_domain="org-a")
+    v2("sb-2", routing_domain="org-a", status="deleted", deleted_at=T2)
+    assert cleanup.adopt() == {"settled_duplicates": 0, "settled_legacy": 1, "copied": 0}
+    assert legacy_rows() == [("sb-2", "org-a", "deleted", T2)]
+
+
+def test_b__null_domain_legacy_proven_by_a_confirmation__deleted_at_its_time():
+    legacy("sb-3", routing_domain=None)
+    v2("sb-3", routing_domain="org-a", status="deleted", deleted_at=T3)
+    event("sb-3", "provider_delete_confirmed", T2, providerOutcome="deleted", routingDomain="org-a")
+    cleanup.adopt()
+    assert legacy_rows() == [("sb-3", None, "deleted", T3)]
+    assert one("SELECT count(*) FROM sandbox_cleanup_jobs_v2 WHERE routing_domain IS NULL") == 0
+
+
+@pytest.mark.parametrize("outcomes,expected", [(("deleted",), T2), (("already_absent", "deleted"), T1)])
+def test_b__legacy_time_from_the_earliest_confirmation_deleted_or_already_absent(outcomes, expected):
+    legacy("sb-4", routing_domain="org-a")
+    v2("sb-4", routing_domain="org-a", status="deleted", deleted_at=None)
+    event("sb-4", "provider_delete_confirmed", T2, routing_domain="org-a", providerOutcome="deleted", routingDomain="org-a")
+    if "already_absent" in outcomes:
+        event("sb-4", "provider_delete_confirmed", T1, routing_domain="org-a", providerOutcome="already_absent", routingDomain="org-a")
+    event("sb-4", "provider_delete_confirmed", T1 - dt.timedelta(hours=1), routing_domain="org-a", providerOutcome="failed", routingDomain="org-a")
+    cleanup.adopt()
+    assert legacy_rows() == [("sb-4", "org-a", "deleted", expected)]
+
+
+def test_d__unproven_legacy_copied_to_v2_as_daytona():
+    legacy("sb-5", routing_domain="org-a")
+    legacy("sb-6", routing_domain=None, status="blocked")
+    assert cleanup.adopt()["copied"] == 2
+    rows = {(r[1], r[2]): r[3] for r in v2_rows()}
+    assert rows == {("sb-5", "org-a"): "pending", ("sb-6", None): "blocked"}
+    assert [row[2] for row in legacy_rows()] == ["pending", "blocked"]
+
+
+def test_adoption__a_second_run_changes_nothing():
+    legacy("sb-7", routing_domain="org-a")
+    legacy("sb-8", routing_domain=None)
+    v2("sb-9", routing_domain=None)
+    v2("sb-9", routing_domain="org-a", status="deleted", deleted_at=T1)
+    event("sb-9", "provider_delete_confirmed", T1, providerOutcome="deleted", routingDomain="org-a")
+    cleanup.adopt()
+    before = factories.table_state()
+    assert cleanup.adopt() == {"settled_duplicates": 0, "settled_legacy": 0, "copied": 0}
+    assert factories.table_state() == before
+
+
+def test_preflight__nothing_pending__repair_skipped_and_v2_still_claimed():
+    legacy("sb-old", status="deleted")
+    v2("sb-live", provider="local")
+    assert cleanup.adoption_pending() is False
+    jobs, adopted = cleanup.claim(["local"], "owner")
+    assert adopted is None
+    assert [job.sandbox_id for job in jobs] == ["sb-live"]
+
+
+def test_preflight__pending_legacy__repair_runs_before_the_claim():
+    legacy("sb-new", routing_domain="org-a")
+    assert cleanup.adoption_pending() is True
+    jobs, adopted = cleanup.claim(["daytona"], "owner")
+    assert adopted["copied"] == 1 and [job.sandbox_id for job in jobs] == ["sb-new"]
+
+
+def test_claim__empty_provider_list_returns_nothing():
+    v2("sb-x", provider="local")
+    assert cleanup.claim([], "owner") == ([], None)

@@ -1,0 +1,146 @@
+"""CLN-5..7 completion outcomes, backoff and blocking; BIL-1 billing with late resources."""
+
+import datetime as dt
+import json
+
+import pytest
+
+from scheduler import billing, cleanup
+from scheduler.providers import DeleteOutcome, ProviderError, ReadBack
+from scheduler.sweeps import billing as billing_sweep
+from scheduler.sweeps import cleanup as cleanup_sweep
+from tests import factories
+from tests.cleanup.factories import event, legacy, v2
+from tests.factories import loads, one, query
+
+pytestmark = pytest.mark.django_db
+T1 = dt.datetime(2026, 5, 1, 10, 0, tzinfo=dt.UTC)
+
+
+def settled_run(provider="daytona", routing_domain="org-a", launch=None):
+    parked = factories.parked_run(provider=provider, routing_domain=routing_domain, launch=launch or {})
+    from scheduler import terminal
+
+    terminal.ingest_runner_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
+    return parked
+
+
+def claimed_job(provider="daytona"):
+    jobs, _ = cleanup.claim([provider], "owner")
+    assert len(jobs) == 1
+    return jobs[0]
+
+
+def test_completion__completed_at_the_first_acceptance_with_billing_end_and_confirmation():
+    parked = settled_run()
+    job = claimed_job()
+    event(job.sandbox_id, "provider_delete_accepted", T1 + dt.timedelta(seconds=3), run_id=job.run_id, routing_domain="org-a", routingDomain="org-a")
+    event(job.sandbox_id, "provider_delete_accepted", T1, run_id=job.run_id, routing_domain="org-a", routingDomain="org-a")
+    assert cleanup.read_acceptance(job) == {"acceptedAtMs": int(T1.timestamp() * 1000), "organizationId": "org-a"}
+    assert cleanup.complete(job, "owner", "deleted", "org-a") == "completed"
+    status, deleted_at, confirmed_at = one("SELECT status, deleted_at, delete_confirmed_at FROM sandbox_cleanup_jobs_v2")
+    assert (status, deleted_at) == ("deleted", T1) and confirmed_at > T1
+    resources = loads(one("SELECT runtime_resources_json FROM runs WHERE run_id = %s", [parked.run_id]))
+    assert resources[0]["billingEndedAt"] == int(T1.timestamp() * 1000)
+    details = loads(one("SELECT details_json FROM sandbox_cleanup_events_v2 WHERE event_type = 'provider_delete_confirmed'"))
+    assert details == {"providerOutcome": "deleted", "routingDomain": "org-a"}
+
+
+def test_completion__without_acceptance__now_and_legacy_row_completed_for_daytona():
+    parked = settled_run()
+    legacy(parked.sandbox_id, run_id=parked.run_id, routing_domain="org-a")
+    query("UPDATE sandbox_cleanup_jobs SET status = 'pending'")
+    job = claimed_job()
+    assert cleanup.complete(job, "owner", "already_absent", "org-a") == "completed"
+    assert one("SELECT status FROM sandbox_cleanup_jobs") == "deleted"
+
+
+def test_completion__already_deleted_lease_lost_missing_and_wrong_domain():
+    parked = settled_run()
+    job = claimed_job()
+    assert cleanup.complete(job, "another-owner", "deleted") == "lease_lost"
+    wrong = cleanup.Job(job.provider, job.sandbox_id, job.run_id, job.attempt, job.environment, "org-z", 1, 0)
+    assert cleanup.complete(wrong, "owner", "deleted") == "wrong_routing_domain"
+    missing = cleanup.Job(job.provider, "sb-nowhere", job.run_id, job.attempt, job.environment, "org-a", 1, 0)
+    assert cleanup.complete(missing, "owner", "deleted") == "missing_obligation"
+    assert cleanup.complete(job, "owner", "deleted") == "completed"
+    assert cleanup.complete(job, "owner", "deleted") == "already_deleted"
+    assert one("SELECT count(*) FROM sandbox_cleanup_events_v2 WHERE event_type = 'provider_delete_confirmed'") == 1
+    assert parked.run_id
+
+
+def test_completion__null_routing_domain_filled_from_the_observed_one():
+    v2("sb-n", provider="daytona", run_id="run-n", routing_domain=None)
+    job = claimed_job()
+    assert cleanup.complete(job, "owner", "deleted", "org-seen") == "completed"
+    assert one("SELECT routing_domain FROM sandbox_cleanup_jobs_v2") == "org-seen"
+
+
+class FlakyProvider:
+    def __init__(self, error):
+        self.error = error
+
+    def delete(self, ref):
+        raise self.error
+
+    def read_back(self, ref):
+        return ReadBack.UNKNOWN
+
+
+def test_failures__back_off_then_block_past_the_limit__permanent_blocks_at_once__unblock():
+    v2("sb-f", provider="local", run_id="run-f")
+    result = cleanup_sweep.run_once(["local"], "owner", provider_for=lambda name: FlakyProvider(ProviderError("503")))
+    assert result.counts["retried"] == 1
+    status, failures, available = one("SELECT status, failure_count, available_at > now() FROM sandbox_cleanup_jobs_v2")
+    assert (status, failures, available) == ("pending", 1, True)
+    query("UPDATE sandbox_cleanup_jobs_v2 SET available_at = now(), failure_count = 7")
+    cleanup_sweep.run_once(["local"], "owner", provider_for=lambda name: FlakyProvider(ProviderError("503")))
+    assert one("SELECT status, block_reason FROM sandbox_cleanup_jobs_v2") == ("blocked", "503")
+    assert cleanup.unblock("local", "sb-f", None) is True
+    assert one("SELECT status, failure_count FROM sandbox_cleanup_jobs_v2") == ("pending", 0)
+    result = cleanup_sweep.run_once(["local"], "owner",
+                                    provider_for=lambda name: FlakyProvider(ProviderError("no key", permanent=True)))
+    assert result.counts["blocked"] == 1
+    assert one("SELECT count(*) FROM sandbox_cleanup_events_v2 WHERE event_type = 'provider_delete_failed'") == 3
+
+
+def billed_run(resources, timeout_seconds=600):
+    run_id = factories.launch(launch={"contractSnapshot": {"sandbox": {"timeoutSeconds": timeout_seconds}}})
+    query("UPDATE runs SET status = 'completed', runtime_resources_json = %s::jsonb WHERE run_id = %s",
+          [json.dumps(resources), run_id])
+    query("INSERT INTO compute_billing_jobs_v2 (run_id) VALUES (%s)", [run_id])
+    return run_id
+
+
+START_MS = int(T1.timestamp() * 1000)
+
+
+def test_billing__ended_resources_billed_to_their_end_no_late_items():
+    run_id = billed_run([{"provider": "local", "sandboxId": "sb", "billingStartedAt": START_MS, "billingEndedAt": START_MS + 42_000}])
+    assert billing_sweep.run_once("owner").counts == {"claimed": 1, "finalized": 1, "waiting": 0, "billed": 1}
+    assert query("SELECT kind, duration_ms FROM billing_items WHERE run_id = %s", [run_id]) == [("resource", 42_000)]
+    assert one("SELECT count(*) FROM billing_items WHERE kind = 'late_resource'") == 0
+
+
+def test_billing__late_resource_waits_then_billed_at_most_timeout_plus_grace():
+    started = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(seconds=100)
+    late = {"provider": "daytona", "sandboxId": "sb-late", "routingDomain": "org",
+            "billingStartedAt": int(started.timestamp() * 1000)}
+    run_id = billed_run([late], timeout_seconds=600)
+    assert billing_sweep.run_once("owner").counts["waiting"] == 1  # 100 s in, the ceiling is 660 s
+    assert one("SELECT count(*) FROM billing_items") == 0
+    assert one("SELECT available_at FROM compute_billing_jobs_v2") == started + dt.timedelta(seconds=660)
+    after = started + dt.timedelta(days=3)
+    assert billing_sweep.run_once("owner", now=after).counts["finalized"] == 1
+    (adjustment, kind, duration), = query("SELECT adjustment_session_id, kind, duration_ms FROM billing_items")
+    assert kind == "late_resource" and duration == 660_000
+    assert adjustment.startswith(f"{run_id}:late-resource:") and len(adjustment.rsplit(":", 1)[1]) == 64
+    assert billing_sweep.run_once("owner", now=after).counts["claimed"] == 0
+
+
+def test_billing__finalizing_twice_bills_once():
+    run_id = billed_run([{"provider": "local", "sandboxId": "sb", "billingStartedAt": START_MS, "billingEndedAt": START_MS + 1}])
+    billing_sweep.run_once("owner")
+    query("UPDATE compute_billing_jobs_v2 SET status = 'pending', finalized_at = NULL")
+    billing_sweep.run_once("owner")
+    assert one("SELECT count(*) FROM billing_items WHERE run_id = %s", [run_id]) == 1

@@ -1,0 +1,89 @@
+"""End to end on the local provider: a run completes, its sandbox is deleted and confirmed, billing ends at acceptance."""
+
+import time
+
+import pytest
+
+from scheduler import dispatch, lifecycle
+from scheduler.providers.registry import get_provider
+from scheduler.sweeps import billing as billing_sweep
+from scheduler.sweeps import cleanup as cleanup_sweep
+from tests import factories
+from tests.factories import loads, one, query
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def wait_for(predicate, what, seconds=60):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"never happened: {what}")
+
+
+@pytest.fixture
+def local_runs(live_server, settings, tmp_path):
+    settings.SCHEDULER_PUBLIC_API_URL = live_server.url
+    settings.SCHEDULER_SANDBOX_DIR = str(tmp_path / "sandboxes")
+    get_provider.cache_clear()
+    yield
+    get_provider.cache_clear()
+
+
+class DiesAfterTheDelete:
+    """The local provider, but the worker 'dies' right after the provider took the delete."""
+
+    def __init__(self):
+        self.inner = get_provider("local")
+
+    def delete(self, ref):
+        return self.inner.delete(ref)
+
+    def read_back(self, ref):
+        raise KeyboardInterrupt("worker killed")
+
+
+def finished_run():
+    # The play leaves a process behind in its sandbox, so cleanup has something to delete.
+    run_id = factories.launch(launch={"play": {"command": ["sh", "-c", "sleep 300 & exit 0"]}, "sandboxProvider": "local"})
+    assert dispatch.run_once(5).counts["parked"] == 1
+    wait_for(lambda: lifecycle.run_status(run_id)["status"] == "completed", "the run completing")
+    return run_id
+
+
+def test_completed_run__sandbox_deleted_confirmed_and_billed_to_acceptance(local_runs):
+    run_id = finished_run()
+    result = cleanup_sweep.run_once(["local"], "cleaner")
+    assert (result.counts["accepted"], result.counts["confirmed"]) == (1, 1)
+    status, deleted_at = one("SELECT status, deleted_at FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [run_id])
+    accepted_at = one("SELECT created_at FROM sandbox_cleanup_events_v2 WHERE event_type = 'provider_delete_accepted'")
+    assert status == "deleted" and deleted_at == accepted_at
+    assert one("SELECT count(*) FROM sandbox_cleanup_events_v2 WHERE event_type = 'provider_delete_confirmed'") == 1
+    assert billing_sweep.run_once("biller").counts["finalized"] == 1
+    ended = one("SELECT billing_ended_at FROM billing_items WHERE run_id = %s", [run_id])
+    assert abs((ended - accepted_at).total_seconds()) < 0.001
+    sandbox_id = loads(one("SELECT suspension_json FROM runs WHERE run_id = %s", [run_id]))["runtimeSandboxRef"]["sandboxId"]
+    from scheduler.providers import ReadBack, SandboxRef
+
+    assert get_provider("local").read_back(SandboxRef("local", sandbox_id)) is ReadBack.DELETED
+
+
+def test_cleanup_worker_killed_mid_delete__a_later_pass_finishes__billed_once(local_runs):
+    import datetime as dt
+
+    run_id = finished_run()
+    with pytest.raises(KeyboardInterrupt):
+        cleanup_sweep.run_once(["local"], "doomed", provider_for=lambda name: DiesAfterTheDelete())
+    accepted_at = one("SELECT created_at FROM sandbox_cleanup_events_v2 WHERE event_type = 'provider_delete_accepted'")
+    assert one("SELECT status FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [run_id]) == "pending"
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=10)  # past the dead worker's lease
+    result = cleanup_sweep.run_once(["local"], "survivor", now=later)
+    assert (result.counts["accepted"], result.counts["confirmed"]) == (0, 1)
+    assert one("SELECT deleted_at FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [run_id]) == accepted_at
+    assert one("SELECT count(*) FROM sandbox_cleanup_events_v2 WHERE event_type = 'provider_delete_requested'") == 1
+    billing_sweep.run_once("biller")
+    query("UPDATE compute_billing_jobs_v2 SET status = 'pending', finalized_at = NULL")
+    billing_sweep.run_once("biller")
+    assert one("SELECT count(*) FROM billing_items WHERE run_id = %s", [run_id]) == 1
