@@ -27,6 +27,10 @@ SCHEDULER_SCHEMA = validate_schema_name(env.str("SCHEDULER_SCHEMA", default="run
 SCHEDULER_INTERNAL_TOKEN = env.str("SCHEDULER_INTERNAL_TOKEN", default="")
 SCHEDULER_STATEMENT_TIMEOUT_MS = env.int("SCHEDULER_STATEMENT_TIMEOUT_MS", default=30_000)
 SCHEDULER_PREPARE_STATEMENTS = env.bool("SCHEDULER_PREPARE_STATEMENTS", default=True)
+# The named statements are shaped around their indexes; a generic plan spares re-planning them per call.
+SCHEDULER_PLAN_CACHE_MODE = env.str("SCHEDULER_PLAN_CACHE_MODE", default="force_generic_plan")
+if SCHEDULER_PLAN_CACHE_MODE not in ("auto", "force_generic_plan", "force_custom_plan"):
+    raise ImproperlyConfigured("SCHEDULER_PLAN_CACHE_MODE must be auto, force_generic_plan or force_custom_plan")
 SCHEDULER_CLAIM_LEASE_SECONDS = env.int("SCHEDULER_CLAIM_LEASE_SECONDS", default=300)
 SCHEDULER_HEARTBEAT_TIMEOUT_MS = env.int("SCHEDULER_HEARTBEAT_TIMEOUT_MS", default=60_000)
 
@@ -59,7 +63,8 @@ if DATABASES["default"].get("ENGINE") != "django.db.backends.postgresql":
 DATABASES["default"].setdefault("OPTIONS", {})
 DATABASES["default"]["OPTIONS"]["options"] = (
     f"-c search_path={SCHEDULER_SCHEMA},public "
-    f"-c statement_timeout={SCHEDULER_STATEMENT_TIMEOUT_MS}"
+    f"-c statement_timeout={SCHEDULER_STATEMENT_TIMEOUT_MS} "
+    f"-c plan_cache_mode={SCHEDULER_PLAN_CACHE_MODE}"
 )
 DATABASES["default"]["OPTIONS"].setdefault("application_name", env.str("SCHEDULER_APPLICATION_NAME", default="run-scheduler"))
 # Django turns psycopg's statement preparing off; the scheduler's named

@@ -25,6 +25,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from scheduler import db, outbox
@@ -181,32 +182,71 @@ def deliver_http(base: str, prefix: outbox.Prefix, facts: list[outbox.Fact]) -> 
         raise DeliveryError(f"run-ledger receiver answered {status}")
 
 
-def deliver_builtin(prefix: outbox.Prefix, facts: list[outbox.Fact]) -> int:
-    """Store in the built-in receiver and acknowledge in one statement (OBX-10)."""
-    events = [{"event_id": e["eventId"], "run_id": prefix.run_id, "event_type": e["type"],
-               "occurred_at": e["occurredAt"], "payload": e["payload"]} for e in map(ledger_event, facts)]
-    row = db.fetch_one("run_ledger_store_and_ack", {
-        "events": json.dumps(events), "event_ids": [fact.event_id for fact in facts], "lease_owner": prefix.lease_owner,
-    })
+def deliver_builtin(lease_owner: str, batch: list[tuple[outbox.Prefix, list[outbox.Fact]]]) -> int:
+    """Store in the built-in receiver and acknowledge, for several runs, in one statement (OBX-10)."""
+    events, event_ids = [], []
+    for prefix, facts in batch:
+        for fact in facts:
+            event = ledger_event(fact)
+            events.append({"event_id": event["eventId"], "run_id": prefix.run_id, "event_type": event["type"],
+                           "occurred_at": event["occurredAt"], "payload": event["payload"]})
+            event_ids.append(fact.event_id)
+    if not events:
+        return 0
+    row = db.fetch_one("run_ledger_store_and_ack", {"events": json.dumps(events), "event_ids": event_ids,
+                                                     "lease_owner": lease_owner})
     return row["acked"]
 
 
+@dataclass
+class Outcome:
+    prefix: outbox.Prefix
+    acknowledged: int = 0
+    released: int = 0
+    error: Exception | None = None
+
+
+def deliver_all(prefixes: list[outbox.Prefix]) -> list[Outcome]:
+    """Deliver claimed prefixes: external receivers one run at a time (the protocol is per run),
+    the built-in receiver and the search lane in one statement each."""
+    outcomes = [Outcome(prefix) for prefix in prefixes]
+    builtin: list[tuple[Outcome, list[outbox.Fact]]] = []
+    search: list[Outcome] = []
+    for outcome in outcomes:
+        prefix = outcome.prefix
+        if prefix.lane == "search":
+            for fact in prefix.facts:
+                ledger_event(fact)  # validated; the search projection reads the outbox itself
+            search.append(outcome)
+            continue
+        try:
+            routes = plan_routes(prefix)
+            sent = {fact.event_id for _, facts in routes for fact in facts}
+            released = [fact.event_id for fact in prefix.facts if fact.event_id not in sent]
+            for base, facts in routes:
+                if base is None:
+                    builtin.append((outcome, facts))
+                else:
+                    deliver_http(base, prefix, facts)
+                    outcome.acknowledged += outbox.acknowledge(prefix, [fact.event_id for fact in facts])
+            if released:
+                outcome.released = outbox.release(prefix, released)
+        except Exception as error:  # noqa: BLE001 - settled by the caller through the failure policy
+            outcome.error = error
+    if builtin:
+        acked = deliver_builtin(prefixes[0].lease_owner, [(outcome.prefix, facts) for outcome, facts in builtin])
+        for outcome, facts in builtin:
+            outcome.acknowledged += len(facts) if acked else 0
+    if search:
+        acked = outbox.acknowledge(search[0].prefix, [eid for outcome in search for eid in outcome.prefix.event_ids])
+        for outcome in search:
+            outcome.acknowledged = len(outcome.prefix.event_ids) if acked else 0
+    return outcomes
+
+
 def deliver(prefix: outbox.Prefix) -> tuple[int, int]:
-    """Deliver and acknowledge what the prefix's receivers accept: (acknowledged, released)."""
-    if prefix.lane == "search":
-        for fact in prefix.facts:
-            ledger_event(fact)  # validated; the search projection reads the outbox itself
-        return outbox.acknowledge(prefix), 0
-    routes = plan_routes(prefix)
-    sent = [fact for _, facts in routes for fact in facts]
-    released = [fact.event_id for fact in prefix.facts if fact not in sent]
-    acknowledged = 0
-    for base, facts in routes:
-        if base is None:
-            acknowledged += deliver_builtin(prefix, facts)
-        else:
-            deliver_http(base, prefix, facts)
-            acknowledged += outbox.acknowledge(prefix, [fact.event_id for fact in facts])
-    if released:
-        outbox.release(prefix, released)
-    return acknowledged, len(released)
+    """Deliver one prefix: (acknowledged, released); raises the delivery's error."""
+    outcome = deliver_all([prefix])[0]
+    if outcome.error is not None:
+        raise outcome.error
+    return outcome.acknowledged, outcome.released

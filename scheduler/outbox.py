@@ -93,43 +93,49 @@ def claim_prefix(lane: str, lease_owner: str, head_priority: str = "admission_fi
                  lease_seconds: float = 30.0) -> Prefix | None:
     """List ready runs, then claim the first one nobody holds."""
     candidates = [row["run_id"] for row in list_ready_runs(lane, head_priority, MAX_PREFIX)]
-    return claim_run(candidates, lane, lease_owner, lease_seconds) if candidates else None
+    prefixes = claim_runs(candidates, lane, lease_owner, lease_seconds, max_runs=1) if candidates else []
+    return prefixes[0] if prefixes else None
 
 
-def claim_run(run_ids: list[str], lane: str, lease_owner: str, lease_seconds: float = 30.0, *,
-              read_intent: bool = True) -> Prefix | None:
-    """Lock the first of `run_ids` nobody holds and lease its causal prefix; None when none could be leased.
+def claim_run(run_ids: list[str], lane: str, lease_owner: str, lease_seconds: float = 30.0) -> Prefix | None:
+    prefixes = claim_runs(run_ids, lane, lease_owner, lease_seconds, max_runs=1)
+    return prefixes[0] if prefixes else None
 
-    The lease re-verifies readiness under the lock, so a stale candidate
+
+def claim_runs(run_ids: list[str], lane: str, lease_owner: str, lease_seconds: float = 30.0, *,
+               max_runs: int = 8, read_intent: bool = True) -> list[Prefix]:
+    """Lock up to `max_runs` of `run_ids` nobody holds and lease each one's causal prefix.
+
+    The lease re-verifies readiness under the locks, so a stale candidate
     (delivered or leased meanwhile) simply yields nothing.
     """
     try:
         with transaction.atomic():
-            run_id = db.fetch_value("outbox_lock_first_run", {"run_ids": run_ids})
-            if run_id is None:
-                return None
-            rows = db.fetch_all("outbox_lease_prefix", {
-                "run_id": run_id, "lane": lane, "lease_owner": lease_owner,
+            locked = [row["run_id"] for row in db.fetch_all("outbox_lock_runs", {"run_ids": run_ids, "limit": max_runs})]
+            if not locked:
+                return []
+            rows = db.fetch_all("outbox_lease_prefixes", {
+                "run_ids": locked, "lane": lane, "lease_owner": lease_owner,
                 "lease_seconds": lease_seconds, "max_facts": MAX_PREFIX,
             })
-            if not rows:
-                return None
-            prefix = Prefix(
-                run_id, lane, lease_owner,
-                [Fact(r["event_id"], r["run_id"], r["event_type"], r["payload_json"], r["created_at"], r["attempt_count"])
-                 for r in rows],
-                rows[0]["dispatch_launch"] or {}, rows[0]["org_id"],
-            )
-            prefix.event_ids = [fact.event_id for fact in prefix.facts]
-            if prefix.has_terminal and read_intent:
-                prefix.array_input_started = _array_input_started(run_id)
-            return prefix
+            prefixes: dict[str, Prefix] = {}
+            for r in rows:
+                prefix = prefixes.get(r["run_id"])
+                if prefix is None:
+                    prefix = prefixes[r["run_id"]] = Prefix(r["run_id"], lane, lease_owner, [], r["dispatch_launch"] or {}, r["org_id"])
+                prefix.facts.append(Fact(r["event_id"], r["run_id"], r["event_type"], r["payload_json"], r["created_at"], r["attempt_count"]))
+                prefix.event_ids.append(r["event_id"])
+            ordered = [prefixes[run_id] for run_id in locked if run_id in prefixes]
+            for prefix in ordered:
+                if prefix.has_terminal and read_intent:
+                    prefix.array_input_started = _array_input_started(prefix.run_id)
+            return ordered
     except psycopg.errors.UndefinedColumn as error:
         # The column vanished between the catalog read and the select: the
         # claim rolled back; retry once on the historical path (intent false).
         if not (_missing_intent_column(error) and read_intent):
             raise
-        return claim_run(run_ids, lane, lease_owner, lease_seconds, read_intent=False)
+        return claim_runs(run_ids, lane, lease_owner, lease_seconds, max_runs=max_runs, read_intent=False)
 
 
 def acknowledge(prefix: Prefix, event_ids: list[str] | None = None) -> int:

@@ -93,3 +93,16 @@ def run_manage(*args: str, database_url_value: str, timeout: float = 120, **extr
         text=True,
         timeout=timeout,
     )
+
+
+def wait_for(predicate, what: str, seconds: float = 60):
+    """Poll `predicate` until it is truthy (never a timing assertion: the deadline only bounds a hang)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"never happened: {what}")

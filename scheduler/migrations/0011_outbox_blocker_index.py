@@ -5,7 +5,7 @@ from django.db import migrations
 
 from scheduler.migrations._concurrent_index import concurrent_index
 
-# outbox_list_ready_runs and outbox_lease_prefix: "is this lane blocked or held?"
+# outbox_list_ready_runs and outbox_lease_prefixes: "is this lane blocked or held?"
 BLOCKER_INDEX = "runtime_scheduler_outbox_blocker_idx"
 
 

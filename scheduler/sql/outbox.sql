@@ -12,7 +12,7 @@ WITH candidate_facts AS (
                            WHERE blocker.run_id = fact.run_id AND blocker.lane = fact.lane AND blocker.delivered_at IS NULL
                              AND (blocker.failed_at IS NOT NULL OR blocker.next_attempt_at > now()
                                   OR (blocker.lease_owner IS NOT NULL AND blocker.lease_expires_at > now())))
-         ORDER BY fact.created_at LIMIT 8
+         ORDER BY fact.created_at LIMIT %(limit)s::integer
      ) AS fact
      WHERE %(admission_first)s::boolean AND (milestone.event_type <> 'run.waiting' OR %(lane)s::text = 'ledger'))
     UNION ALL
@@ -26,7 +26,7 @@ WITH candidate_facts AS (
        AND NOT EXISTS (SELECT 1 FROM __schema__.outbox AS active
                        WHERE active.run_id = fact.run_id AND active.lane = fact.lane AND active.delivered_at IS NULL
                          AND active.lease_owner IS NOT NULL AND active.lease_expires_at > now())
-     ORDER BY fact.created_at, fact.event_id LIMIT 8 + cardinality(%(exclude_run_ids)s::text[]))
+     ORDER BY fact.created_at, fact.event_id LIMIT %(limit)s::integer + cardinality(%(exclude_run_ids)s::text[]))
 ), candidate_runs AS (
     SELECT candidate.run_id, min(candidate.class) AS class
     FROM candidate_facts AS candidate
@@ -50,47 +50,44 @@ ORDER BY CASE WHEN %(admission_first)s::boolean
          head.created_at, candidate_runs.run_id
 LIMIT %(limit)s::integer;
 
--- name: outbox_lock_first_run
--- Lock the first candidate run (in the given order) that no other drainer holds: FOR NO KEY UPDATE SKIP LOCKED (OBX-5).
+-- name: outbox_lock_runs
+-- Lock up to `limit` of the candidate runs, in the given order, that no other drainer holds: FOR NO KEY UPDATE SKIP LOCKED (OBX-5).
 SELECT run.run_id
 FROM __schema__.runs AS run
 WHERE run.run_id = ANY (%(run_ids)s::text[])
 ORDER BY array_position(%(run_ids)s::text[], run.run_id)
-LIMIT 1
+LIMIT %(limit)s::integer
 FOR NO KEY UPDATE SKIP LOCKED;
 
--- name: outbox_lease_prefix
--- Under the run lock (a fresh snapshot): lease the causal prefix of at most max_facts undelivered facts when its head is ready and nothing else holds a live lease (OBX-5).
-WITH lane_state AS MATERIALIZED (
-    SELECT bool_or(fact.lease_owner IS NOT NULL AND fact.lease_expires_at > now() AND fact.lease_owner <> %(lease_owner)s::text) AS held
+-- name: outbox_lease_prefixes
+-- Under the runs' locks (a fresh snapshot): for each run whose head is ready and whose lane nobody else holds, lease its causal prefix of at most max_facts undelivered facts (OBX-5).
+WITH ranked AS MATERIALIZED (
+    SELECT fact.event_id, fact.run_id, fact.failed_at, fact.next_attempt_at, fact.created_at,
+           fact.lease_owner IS NOT NULL AND fact.lease_expires_at > now() AND fact.lease_owner <> %(lease_owner)s::text AS held,
+           row_number() OVER (PARTITION BY fact.run_id ORDER BY fact.created_at, fact.event_id) AS position
     FROM __schema__.outbox AS fact
-    WHERE fact.run_id = %(run_id)s::text AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
-), prefix AS MATERIALIZED (
-    SELECT fact.event_id, fact.failed_at, fact.next_attempt_at, fact.created_at,
-           row_number() OVER (ORDER BY fact.created_at, fact.event_id) AS position
-    FROM __schema__.outbox AS fact
-    WHERE fact.run_id = %(run_id)s::text AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
-    ORDER BY fact.created_at, fact.event_id
-    LIMIT %(max_facts)s::integer
+    WHERE fact.run_id = ANY (%(run_ids)s::text[]) AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
+), eligible_runs AS MATERIALIZED (
+    SELECT ranked.run_id
+    FROM ranked
+    GROUP BY ranked.run_id
+    HAVING NOT bool_or(ranked.held)
+       AND NOT bool_or(ranked.position = 1 AND (ranked.failed_at IS NOT NULL
+                                               OR coalesce(ranked.next_attempt_at, ranked.created_at) > now()))
 ), leased AS (
     UPDATE __schema__.outbox AS fact
     SET lease_owner = %(lease_owner)s::text,
         lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::double precision)
-    FROM prefix
-    WHERE fact.event_id = prefix.event_id
-      AND NOT coalesce((SELECT held FROM lane_state), false)
-      AND NOT EXISTS (
-          SELECT 1 FROM prefix AS head
-          WHERE head.position = 1
-            AND (head.failed_at IS NOT NULL OR coalesce(head.next_attempt_at, head.created_at) > now())
-      )
+    FROM ranked
+    JOIN eligible_runs ON eligible_runs.run_id = ranked.run_id
+    WHERE fact.event_id = ranked.event_id AND ranked.position <= %(max_facts)s::integer
     RETURNING fact.event_id, fact.run_id, fact.event_type, fact.payload_json, fact.created_at, fact.attempt_count
 )
 SELECT leased.event_id, leased.run_id, leased.event_type, leased.payload_json, leased.created_at, leased.attempt_count,
        run.org_id, __schema__.run_ledger_dispatch_launch(run.launch_json) AS dispatch_launch
 FROM leased
 JOIN __schema__.runs AS run ON run.run_id = leased.run_id
-ORDER BY leased.created_at, leased.event_id;
+ORDER BY leased.run_id, leased.created_at, leased.event_id;
 
 -- name: outbox_ack
 -- Acknowledge a delivered prefix: delivered, lease cleared; only rows this drainer still holds (OBX-6).

@@ -13,6 +13,8 @@ from scheduler import delivery, outbox
 from scheduler.redaction import redact_text
 
 logger = logging.getLogger("scheduler.drain")
+# Runs leased in one claim transaction; their prefixes are delivered together.
+RUNS_PER_CLAIM = 32
 
 
 @dataclass
@@ -30,37 +32,42 @@ def run_once(lease_owner: str, *, lane: str = "ledger", head_priority: str = "ad
         if not candidates:
             if listed_empty:
                 break
-            candidates = [row["run_id"] for row in outbox.list_ready_runs(lane, head_priority, 16)]
+            candidates = [row["run_id"] for row in outbox.list_ready_runs(lane, head_priority, 2 * RUNS_PER_CLAIM)]
             listed_empty = not candidates
             continue
-        prefix = outbox.claim_run(candidates, lane, lease_owner, lease_seconds)
-        if prefix is None:
+        prefixes = outbox.claim_runs(candidates, lane, lease_owner, lease_seconds,
+                                     max_runs=min(RUNS_PER_CLAIM, batch - result.counts["claimed"]))
+        if not prefixes:
             candidates = []  # every candidate was held or drained: read the order again
             continue
-        candidates.remove(prefix.run_id)
-        # OBX-6 continuation: after a full prefix, the same run's next one.
-        while prefix is not None and result.counts["claimed"] < batch:
-            result.counts["claimed"] += 1
-            if not _deliver(prefix, result, max_attempts, backoff_base_ms) or len(prefix.facts) < outbox.MAX_PREFIX:
+        claimed = {prefix.run_id for prefix in prefixes}
+        candidates = [run_id for run_id in candidates if run_id not in claimed]
+        # OBX-6 continuation: runs whose prefix was full go again, before new candidates.
+        while prefixes and not should_stop():
+            result.counts["claimed"] += len(prefixes)
+            full = [outcome.prefix.run_id for outcome in delivery.deliver_all(prefixes)
+                    if _settle(outcome, result, max_attempts, backoff_base_ms)
+                    and len(outcome.prefix.facts) == outbox.MAX_PREFIX]
+            if not full or result.counts["claimed"] >= batch:
                 break
-            prefix = outbox.claim_run([prefix.run_id], lane, lease_owner, lease_seconds)
+            prefixes = outbox.claim_runs(full, lane, lease_owner, lease_seconds, max_runs=len(full))
     return result
 
 
-def _deliver(prefix: outbox.Prefix, result: DrainResult, max_attempts: int, backoff_base_ms: float) -> bool:
-    try:
-        acknowledged, released = delivery.deliver(prefix)
-    except Exception as error:  # noqa: BLE001 - every failure is settled through the policy
-        message = redact_text(f"{type(error).__name__}: {error}", _secrets(prefix))
-        if outbox.fail(prefix, message, max_attempts, backoff_base_ms):
-            result.counts["failed_heads"] += 1
-            logger.warning("drain run=%s head=%s failed for good: %s", prefix.run_id, prefix.head.event_id, message)
-        else:
-            result.counts["retried"] += 1
-        return False
-    result.counts["delivered"] += acknowledged
-    result.counts["released"] += released
-    return True
+def _settle(outcome: delivery.Outcome, result: DrainResult, max_attempts: int, backoff_base_ms: float) -> bool:
+    """Count a delivered prefix, or fail its head through the policy; True when delivered."""
+    prefix = outcome.prefix
+    if outcome.error is None:
+        result.counts["delivered"] += outcome.acknowledged
+        result.counts["released"] += outcome.released
+        return True
+    message = redact_text(f"{type(outcome.error).__name__}: {outcome.error}", _secrets(prefix))
+    if outbox.fail(prefix, message, max_attempts, backoff_base_ms):
+        result.counts["failed_heads"] += 1
+        logger.warning("drain run=%s head=%s failed for good: %s", prefix.run_id, prefix.head.event_id, message)
+    else:
+        result.counts["retried"] += 1
+    return False
 
 
 def _secrets(prefix: outbox.Prefix) -> list[str]:

@@ -1,7 +1,5 @@
 """End to end on the local provider: a run completes, its sandbox is deleted and confirmed, billing ends at acceptance."""
 
-import time
-
 import pytest
 
 from scheduler import dispatch, lifecycle
@@ -10,26 +8,9 @@ from scheduler.sweeps import billing as billing_sweep
 from scheduler.sweeps import cleanup as cleanup_sweep
 from tests import factories
 from tests.factories import loads, one, query
+from tests.support import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def wait_for(predicate, what, seconds=60):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"never happened: {what}")
-
-
-@pytest.fixture
-def local_runs(live_server, settings, tmp_path):
-    settings.SCHEDULER_PUBLIC_API_URL = live_server.url
-    settings.SCHEDULER_SANDBOX_DIR = str(tmp_path / "sandboxes")
-    get_provider.cache_clear()
-    yield
-    get_provider.cache_clear()
 
 
 class DiesAfterTheDelete:
@@ -53,7 +34,7 @@ def finished_run():
     return run_id
 
 
-def test_completed_run__sandbox_deleted_confirmed_and_billed_to_acceptance(local_runs):
+def test_completed_run__sandbox_deleted_confirmed_and_billed_to_acceptance(local_sandboxes):
     run_id = finished_run()
     result = cleanup_sweep.run_once(["local"], "cleaner")
     assert (result.counts["accepted"], result.counts["confirmed"]) == (1, 1)
@@ -70,7 +51,7 @@ def test_completed_run__sandbox_deleted_confirmed_and_billed_to_acceptance(local
     assert get_provider("local").read_back(SandboxRef("local", sandbox_id)) is ReadBack.DELETED
 
 
-def test_cleanup_worker_killed_mid_delete__a_later_pass_finishes__billed_once(local_runs):
+def test_cleanup_worker_killed_mid_delete__a_later_pass_finishes__billed_once(local_sandboxes):
     import datetime as dt
 
     run_id = finished_run()

@@ -3,7 +3,6 @@
 import datetime as dt
 import os
 import signal
-import time
 
 import pytest
 
@@ -12,36 +11,16 @@ from scheduler.providers.local import reap_children
 from scheduler.sweeps import liveness
 from tests import factories
 from tests.factories import one, query
+from tests.support import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def wait_for(predicate, what, seconds=60):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"never happened: {what}")
-
-
-@pytest.fixture
-def runner_api(live_server, settings, tmp_path):
-    settings.SCHEDULER_PUBLIC_API_URL = live_server.url
-    settings.SCHEDULER_SANDBOX_DIR = str(tmp_path / "sandboxes")
-    from scheduler.providers.registry import get_provider
-
-    get_provider.cache_clear()
-    yield live_server
-    get_provider.cache_clear()
 
 
 def heartbeat_at(run_id, attempt):
     return one("SELECT heartbeat_at FROM attempts WHERE run_id = %s AND attempt = %s", [run_id, attempt])
 
 
-def test_runner_killed__runner_lost_once__attempt_two_completes(runner_api):
+def test_runner_killed__runner_lost_once__attempt_two_completes(local_sandboxes):
     run_id = factories.launch(launch={"play": {"callable": "scheduler.plays:slow_first_attempt"},
                                       "sandboxProvider": "local", "heartbeatTimeoutMs": 900})
     assert dispatch.run_once(5).counts["parked"] == 1
