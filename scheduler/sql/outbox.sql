@@ -187,3 +187,16 @@ RETURNING fact.event_id;
 -- How many of a run's facts the built-in receiver holds, and how many are still undelivered (the demo prints it).
 SELECT (SELECT count(*) FROM __schema__.run_ledger_events WHERE run_id = %(run_id)s::text) AS received,
        (SELECT count(*) FROM __schema__.outbox WHERE run_id = %(run_id)s::text AND delivered_at IS NULL) AS undelivered;
+
+-- name: scheduler_metrics
+-- Gauges for /metrics: the outbox's undelivered facts, failed heads, retries in flight and oldest undelivered age; open runs by status.
+SELECT (SELECT count(*) FROM __schema__.outbox WHERE delivered_at IS NULL) AS outbox_undelivered,
+       (SELECT count(*) FROM __schema__.outbox WHERE delivered_at IS NULL AND failed_at IS NOT NULL) AS outbox_failed_heads,
+       (SELECT count(*) FROM __schema__.outbox WHERE delivered_at IS NULL AND attempt_count > 0 AND failed_at IS NULL) AS outbox_retrying,
+       (SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::double precision
+        FROM __schema__.outbox WHERE delivered_at IS NULL) AS outbox_oldest_undelivered_seconds,
+       (SELECT count(*) FROM __schema__.runs WHERE status = 'queued') AS runs_queued,
+       (SELECT count(*) FROM __schema__.runs WHERE status IN ('running', 'waiting')) AS runs_active,
+       (SELECT count(*) FROM __schema__.sandbox_cleanup_jobs_v2 WHERE status = 'pending') AS cleanup_pending,
+       (SELECT count(*) FROM __schema__.sandbox_cleanup_jobs_v2 WHERE status = 'blocked') AS cleanup_blocked,
+       (SELECT count(*) FROM __schema__.compute_billing_jobs_v2 WHERE status = 'pending') AS billing_pending;

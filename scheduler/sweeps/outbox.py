@@ -28,6 +28,7 @@ def run_once(lease_owner: str, *, lane: str = "ledger", head_priority: str = "ad
     result = DrainResult()
     candidates: list[str] = []
     listed_empty = False
+    empty_rounds = 0
     while result.counts["claimed"] < batch and not should_stop():
         if not candidates:
             if listed_empty:
@@ -38,8 +39,14 @@ def run_once(lease_owner: str, *, lane: str = "ledger", head_priority: str = "ad
         prefixes = outbox.claim_runs(candidates, lane, lease_owner, lease_seconds,
                                      max_runs=min(RUNS_PER_CLAIM, batch - result.counts["claimed"]))
         if not prefixes:
-            candidates = []  # every candidate was held or drained: read the order again
+            # Every candidate was held by another drainer or already drained.
+            # Re-read the order once; after that, yield instead of spinning.
+            empty_rounds += 1
+            if empty_rounds >= 2:
+                break
+            candidates = []
             continue
+        empty_rounds = 0
         claimed = {prefix.run_id for prefix in prefixes}
         candidates = [run_id for run_id in candidates if run_id not in claimed]
         # OBX-6 continuation: runs whose prefix was full go again, before new candidates.

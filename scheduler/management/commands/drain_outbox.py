@@ -71,6 +71,7 @@ class Command(BaseCommand):
         try:
             while not stopping.is_set():
                 close_old_connections()
+                wake.clear()  # a fact inserted during this tick wakes the next wait at once
                 result = drainer.run_once(owner, lane=options["lane"], head_priority=options["head_priority"],
                                           batch=options["batch"], max_attempts=options["max_attempts"],
                                           lease_seconds=options["lease_seconds"],
@@ -82,7 +83,6 @@ class Command(BaseCommand):
                     return
                 if not busy.get("claimed"):
                     wake.wait(options["interval"])
-                    wake.clear()
         finally:
             try:
                 outbox.release_all(owner)
