@@ -71,7 +71,9 @@ DATABASES["default"]["OPTIONS"].setdefault("application_name", env.str("SCHEDULE
 # Django turns psycopg's statement preparing off; the scheduler's named
 # statements ask for it explicitly (scheduler/db.py), the ORM still does not.
 DATABASES["default"]["OPTIONS"].setdefault("prepare_threshold", 5 if SCHEDULER_PREPARE_STATEMENTS else None)
-DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=0)
+# Persistent connections keep the prepared named statements; the worker loops
+# call close_old_connections() every tick, which recycles them after this age.
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("TEST", {})
 if env.str("TEST_DATABASE_NAME", default=""):

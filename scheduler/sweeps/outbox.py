@@ -7,6 +7,7 @@ failure policy as a receiver failure; a lease is never stranded.
 from __future__ import annotations
 
 import logging
+import zlib
 from dataclasses import dataclass, field
 
 from scheduler import delivery, outbox
@@ -14,7 +15,9 @@ from scheduler.redaction import redact_text
 
 logger = logging.getLogger("scheduler.drain")
 # Runs leased in one claim transaction; their prefixes are delivered together.
-RUNS_PER_CLAIM = 32
+RUNS_PER_CLAIM = 16
+# Ready runs read per listing: four claim-sized slices for concurrent drainers.
+CANDIDATES = 4 * RUNS_PER_CLAIM
 
 
 @dataclass
@@ -33,7 +36,8 @@ def run_once(lease_owner: str, *, lane: str = "ledger", head_priority: str = "ad
         if not candidates:
             if listed_empty:
                 break
-            candidates = [row["run_id"] for row in outbox.list_ready_runs(lane, head_priority, 2 * RUNS_PER_CLAIM)]
+            candidates = _own_slice_first(
+                [row["run_id"] for row in outbox.list_ready_runs(lane, head_priority, CANDIDATES)], lease_owner)
             listed_empty = not candidates
             continue
         prefixes = outbox.claim_runs(candidates, lane, lease_owner, lease_seconds,
@@ -59,6 +63,21 @@ def run_once(lease_owner: str, *, lane: str = "ledger", head_priority: str = "ad
                 break
             prefixes = outbox.claim_runs(full, lane, lease_owner, lease_seconds, max_runs=len(full))
     return result
+
+
+def _own_slice_first(candidates: list[str], lease_owner: str) -> list[str]:
+    """Rotate the ordered candidates so concurrent drainers start on different slices.
+
+    Every drainer reads the same order; without this they all lock and lease
+    the same first runs and all but one find them taken. The order within the
+    window is a preference, so rotating it keeps each run's causal order and
+    the window's priority classes intact.
+    """
+    if len(candidates) <= RUNS_PER_CLAIM:
+        return candidates
+    slices = max(1, len(candidates) // RUNS_PER_CLAIM)
+    start = (zlib.crc32(lease_owner.encode()) % slices) * RUNS_PER_CLAIM
+    return candidates[start:] + candidates[:start]
 
 
 def _settle(outcome: delivery.Outcome, result: DrainResult, max_attempts: int, backoff_base_ms: float) -> bool:
