@@ -61,7 +61,7 @@ def _execute(cursor, name: str, sql: str, arguments: list[Any], timeout_ms: int 
     try:
         if timeout_ms is not None:
             cursor.execute("SELECT set_config('statement_timeout', $1, true)", [f"{int(timeout_ms)}ms"])
-        cursor.execute(sql, arguments, prepare=bool(scheduler_settings.PREPARE_STATEMENTS))
+        cursor.execute(sql, arguments, prepare=bool(scheduler_settings.PREPARE_STATEMENTS) and name not in sql_blocks.custom_plan_blocks())
     except psycopg.Error as exc:
         exc.add_note(f"in SQL statement {name}")
         raise

@@ -55,3 +55,10 @@ def test_parse_blocks__refuses_duplicates_and_missing_comment():
         sql_blocks.parse_blocks("-- name: a\n-- x\nSELECT 1;\n-- name: a\n-- y\nSELECT 2;")
     with pytest.raises(sql_blocks.SqlBlockError, match="comment line"):
         sql_blocks.parse_blocks("-- name: a\nSELECT 1;")
+
+
+def test_custom_plan_marker__parsed_and_keeps_the_statement_unprepared():
+    names = sql_blocks.custom_plan_blocks()
+    assert {"outbox_list_ready_runs", "runs_claim_queued", "runs_list_liveness_work"} <= names
+    assert names <= set(sql_blocks.raw_blocks())
+    assert "attempts_settle" not in names

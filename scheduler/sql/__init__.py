@@ -6,7 +6,9 @@ Each `<family>.sql` file holds blocks like::
     -- One line saying what the statement does.
     WITH ... ;
 
-A block runs from its `-- name:` header to the next header. `__schema__`
+A block runs from its `-- name:` header to the next header. A comment line
+`-- plan: custom` marks a statement that is never prepared: PostgreSQL plans
+it for its actual parameters and table sizes on every call. `__schema__`
 stands for the configured scheduler schema and is replaced once at load
 time (the name is validated as a plain identifier at start-up). Parameters
 are named psycopg placeholders, `%(run_id)s`, with explicit casts.
@@ -44,6 +46,23 @@ def parse_blocks(text: str, source: str = "<text>") -> dict[str, str]:
             raise SqlBlockError(f"{source}: block {name} is defined twice")
         blocks[name] = sql
     return blocks
+
+
+_CUSTOM_PLAN = re.compile(r"^\s*--\s*plan:\s*custom\s*$", re.MULTILINE)
+
+
+@functools.cache
+def custom_plan_blocks() -> frozenset[str]:
+    """Names of the blocks marked `-- plan: custom`."""
+    names = set()
+    for path in sorted(SQL_DIR.glob("*.sql")):
+        text = path.read_text()
+        headers = list(_HEADER.finditer(text))
+        for index, header in enumerate(headers):
+            end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
+            if _CUSTOM_PLAN.search(text, header.end(), end):
+                names.add(header.group(1))
+    return frozenset(names)
 
 
 @functools.cache

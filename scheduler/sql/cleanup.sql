@@ -116,6 +116,7 @@ SELECT (SELECT count(*) FROM settled_duplicate) AS settled_duplicates,
 
 -- name: sandbox_cleanup_claim
 -- Lease due, unblocked, unleased-or-expired v2 obligations of the given providers, SKIP LOCKED, counting an attempt (CLN-4).
+-- plan: custom
 WITH due AS (
     SELECT job.provider, job.sandbox_id, job.routing_domain_key
     FROM __schema__.sandbox_cleanup_jobs_v2 AS job

@@ -31,6 +31,7 @@ SELECT (SELECT run_id FROM inserted) AS run_id,
 
 -- name: runs_claim_queued
 -- Claim queued runs (SKIP LOCKED): attempt n+1 with a fresh lease token, older attempts retired, run running, run.started written (RUN-2).
+-- plan: custom
 WITH candidate AS MATERIALIZED (
     SELECT run.run_id
     FROM __schema__.runs AS run

@@ -1,5 +1,7 @@
 -- name: outbox_list_ready_runs
 -- Runs whose lane head is ready (not failed, due, no live lease), in admission_first or oldest_ready order, minus excluded runs; reserves nothing (OBX-2..4, OBX-7).
+-- plan: custom
+-- (A drainer idling on an empty outbox would otherwise settle on a generic plan costed for an empty table.)
 WITH candidate_facts AS (
     -- admission_first classes: 0 admissions, 1 pending terminals, 2 pending waits (ledger lane).
     (SELECT milestone.class, fact.run_id

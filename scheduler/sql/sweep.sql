@@ -1,5 +1,6 @@
 -- name: runs_list_liveness_work
 -- Read-only liveness discovery across every release lane: recorded terminals to settle, and stale parked runners to inspect, paged per provider after a per-provider cursor (SWP-1, SWP-2).
+-- plan: custom
 WITH detached AS MATERIALIZED (
     SELECT run.run_id, attempt.attempt, attempt.lease_token,
            attempt.status AS attempt_status, run.status AS run_status,
@@ -109,6 +110,7 @@ RETURNING target.run_id;
 
 -- name: runs_list_unacknowledged_cancels
 -- Parked runs whose queued cancel the runner has not acknowledged within its heartbeat timeout (RUN-10).
+-- plan: custom
 SELECT run.run_id, attempt.attempt, attempt.lease_token, run.suspension_json,
        to_char(attempt.heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS heartbeat_identity
 FROM __schema__.runs AS run
@@ -136,6 +138,7 @@ LIMIT %(limit)s::integer;
 
 -- name: runs_list_passed_wait_deadlines
 -- Parked runs whose hard ceiling has passed (SWP-7); no provider is asked.
+-- plan: custom
 SELECT run.run_id, attempt.attempt, attempt.lease_token, run.suspension_json
 FROM __schema__.runs AS run
 JOIN __schema__.attempts AS attempt
@@ -151,6 +154,7 @@ LIMIT %(limit)s::integer;
 
 -- name: attempts_list_expired_claims
 -- Claims whose lease expired before the dispatcher parked them (RUN-9).
+-- plan: custom
 SELECT attempt.run_id, attempt.attempt, attempt.lease_token
 FROM __schema__.attempts AS attempt
 JOIN __schema__.runs AS run ON run.run_id = attempt.run_id
