@@ -135,3 +135,10 @@ class BillingItemAdmin(ReadOnlyAdmin):
 @admin.register(models.SchemaVersion)
 class SchemaVersionAdmin(ReadOnlyAdmin):
     list_display = ("version", "applied_at", "description")
+
+
+@admin.register(models.RunLedgerEvent)
+class RunLedgerEventAdmin(ReadOnlyAdmin):
+    list_display = ("event_id", "run_id", "event_type", "occurred_at", "received_at")
+    list_filter = ("event_type",)
+    search_fields = ("run_id", "event_id")
