@@ -182,8 +182,11 @@ def deliver_http(base: str, prefix: outbox.Prefix, facts: list[outbox.Fact]) -> 
         raise DeliveryError(f"run-ledger receiver answered {status}")
 
 
-def deliver_builtin(lease_owner: str, batch: list[tuple[outbox.Prefix, list[outbox.Fact]]]) -> int:
-    """Store in the built-in receiver and acknowledge, for several runs, in one statement (OBX-10)."""
+def deliver_builtin(lease_owner: str, batch: list[tuple[outbox.Prefix, list[outbox.Fact]]]) -> set[str]:
+    """Store in the built-in receiver and acknowledge, for several runs, in one statement (OBX-10).
+
+    Returns the event ids acknowledged (a fact whose lease was lost is stored
+    but not acknowledged by this drainer)."""
     events, event_ids = [], []
     for prefix, facts in batch:
         for fact in facts:
@@ -192,10 +195,10 @@ def deliver_builtin(lease_owner: str, batch: list[tuple[outbox.Prefix, list[outb
                            "occurred_at": event["occurredAt"], "payload": event["payload"]})
             event_ids.append(fact.event_id)
     if not events:
-        return 0
+        return set()
     row = db.fetch_one("run_ledger_store_and_ack", {"events": json.dumps(events), "event_ids": event_ids,
                                                      "lease_owner": lease_owner})
-    return row["acked"]
+    return set(row["acked_event_ids"])
 
 
 @dataclass
@@ -236,11 +239,11 @@ def deliver_all(prefixes: list[outbox.Prefix]) -> list[Outcome]:
     if builtin:
         acked = deliver_builtin(prefixes[0].lease_owner, [(outcome.prefix, facts) for outcome, facts in builtin])
         for outcome, facts in builtin:
-            outcome.acknowledged += len(facts) if acked else 0
+            outcome.acknowledged += sum(1 for fact in facts if fact.event_id in acked)
     if search:
-        acked = outbox.acknowledge(search[0].prefix, [eid for outcome in search for eid in outcome.prefix.event_ids])
+        acked = set(outbox.acknowledged_ids(search[0].prefix, [eid for outcome in search for eid in outcome.prefix.event_ids]))
         for outcome in search:
-            outcome.acknowledged = len(outcome.prefix.event_ids) if acked else 0
+            outcome.acknowledged = sum(1 for event_id in outcome.prefix.event_ids if event_id in acked)
     return outcomes
 
 

@@ -138,8 +138,14 @@ def claim_runs(run_ids: list[str], lane: str, lease_owner: str, lease_seconds: f
         return claim_runs(run_ids, lane, lease_owner, lease_seconds, max_runs=max_runs, read_intent=False)
 
 
+def acknowledged_ids(prefix: Prefix, event_ids: list[str] | None = None) -> list[str]:
+    """Acknowledge facts this drainer still holds; returns the ids acknowledged."""
+    rows = db.fetch_all("outbox_ack", {"event_ids": event_ids or prefix.event_ids, "lease_owner": prefix.lease_owner})
+    return [row["event_id"] for row in rows]
+
+
 def acknowledge(prefix: Prefix, event_ids: list[str] | None = None) -> int:
-    return len(db.fetch_all("outbox_ack", {"event_ids": event_ids or prefix.event_ids, "lease_owner": prefix.lease_owner}))
+    return len(acknowledged_ids(prefix, event_ids))
 
 
 def backoff_ms(attempt_count: int, base_ms: float = 500.0, cap_ms: float = 300_000.0) -> float:

@@ -117,7 +117,8 @@ WITH stored AS (
       AND fact.delivered_at IS NULL
     RETURNING fact.event_id
 )
-SELECT (SELECT count(*) FROM stored) AS stored, (SELECT count(*) FROM acked) AS acked;
+SELECT (SELECT count(*) FROM stored) AS stored,
+       (SELECT coalesce(array_agg(acked.event_id), '{}'::text[]) FROM acked) AS acked_event_ids;
 
 -- name: run_ledger_store_events
 -- The built-in receiver's HTTP endpoint: store posted events idempotently by event id (OBX-10).
