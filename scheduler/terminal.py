@@ -144,3 +144,8 @@ def ingest_runner_terminal(
     if not outcome["lease_matches"]:
         raise LeaseMismatch(f"lease does not match attempt {attempt} of run {run_id}")
     return {"recorded": outcome["recorded"], "settled": outcome["run_status"] is not None, "runStatus": outcome["run_status"]}
+
+
+def recorded_terminals(release_id: str | None = None, limit: int = 100) -> list[dict]:
+    """TRM-7: recorded runner terminals on still-open attempts, per release lane, with the run's current suspension."""
+    return db.fetch_all("attempts_list_unsettled_terminals", {"release_id": release_id, "limit": limit})

@@ -140,3 +140,16 @@ def test_ingest__unknown_attempt_404__lease_mismatch_409():
     with pytest.raises(LeaseMismatch):
         terminal.ingest_runner_terminal(parked.run_id, 1, "other-lease", factories.completed_result())
     assert _result_and_log(parked.run_id)[0] is None
+
+
+def test_recorded_terminals__per_release_lane_with_the_current_suspension():
+    in_lane = factories.parked_run(launch={"absurdReleaseId": "rel-a"})
+    other = factories.parked_run(launch={"absurdReleaseId": "rel-b"})
+    for parked in (in_lane, other):
+        terminal.record_runner_terminal(parked.run_id, 1, factories.completed_result())
+    rows = terminal.recorded_terminals("rel-a")
+    assert [(row["run_id"], row["release_id"]) for row in rows] == [(in_lane.run_id, "rel-a")]
+    assert rows[0]["suspension_json"]["runtimeSandboxRef"]["sandboxId"] == in_lane.sandbox_id
+    assert {row["run_id"] for row in terminal.recorded_terminals()} == {in_lane.run_id, other.run_id}
+    terminal.settle_attempt(in_lane.run_id, 1, in_lane.lease_token)
+    assert [row["run_id"] for row in terminal.recorded_terminals("rel-a")] == []
