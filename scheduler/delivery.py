@@ -245,11 +245,3 @@ def deliver_all(prefixes: list[outbox.Prefix]) -> list[Outcome]:
         for outcome in search:
             outcome.acknowledged = sum(1 for event_id in outcome.prefix.event_ids if event_id in acked)
     return outcomes
-
-
-def deliver(prefix: outbox.Prefix) -> tuple[int, int]:
-    """Deliver one prefix: (acknowledged, released); raises the delivery's error."""
-    outcome = deliver_all([prefix])[0]
-    if outcome.error is not None:
-        raise outcome.error
-    return outcome.acknowledged, outcome.released

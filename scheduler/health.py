@@ -16,10 +16,19 @@ from scheduler.schema_shape import check_schema_shape
 logger = logging.getLogger(__name__)
 
 
+_migrations_applied = False
+
+
 def _unapplied_migrations(connection) -> list[str]:
+    """Loading the migration graph reads every migration file; once all are applied, remember it."""
+    global _migrations_applied
+    if _migrations_applied:
+        return []
     executor = MigrationExecutor(connection)
     plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
-    return [f"{migration.app_label}.{migration.name}" for migration, _ in plan]
+    unapplied = [f"{migration.app_label}.{migration.name}" for migration, _ in plan]
+    _migrations_applied = not unapplied
+    return unapplied
 
 
 @require_GET

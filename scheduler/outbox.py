@@ -97,11 +97,6 @@ def claim_prefix(lane: str, lease_owner: str, head_priority: str = "admission_fi
     return prefixes[0] if prefixes else None
 
 
-def claim_run(run_ids: list[str], lane: str, lease_owner: str, lease_seconds: float = 30.0) -> Prefix | None:
-    prefixes = claim_runs(run_ids, lane, lease_owner, lease_seconds, max_runs=1)
-    return prefixes[0] if prefixes else None
-
-
 def claim_runs(run_ids: list[str], lane: str, lease_owner: str, lease_seconds: float = 30.0, *,
                max_runs: int = 8, read_intent: bool = True) -> list[Prefix]:
     """Lock up to `max_runs` of `run_ids` nobody holds and lease each one's causal prefix.

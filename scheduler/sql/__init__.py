@@ -52,29 +52,31 @@ _CUSTOM_PLAN = re.compile(r"^\s*--\s*plan:\s*custom\s*$", re.MULTILINE)
 
 
 @functools.cache
-def custom_plan_blocks() -> frozenset[str]:
-    """Names of the blocks marked `-- plan: custom`."""
-    names = set()
+def _load() -> tuple[dict[str, str], frozenset[str]]:
+    """Every block of every file (with `__schema__` in place), and the names marked `-- plan: custom`."""
+    blocks: dict[str, str] = {}
+    custom: set[str] = set()
     for path in sorted(SQL_DIR.glob("*.sql")):
         text = path.read_text()
+        for name, sql in parse_blocks(text, path.name).items():
+            if name in blocks:
+                raise SqlBlockError(f"{path.name}: block {name} is also defined in another file")
+            blocks[name] = sql
         headers = list(_HEADER.finditer(text))
         for index, header in enumerate(headers):
             end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
             if _CUSTOM_PLAN.search(text, header.end(), end):
-                names.add(header.group(1))
-    return frozenset(names)
+                custom.add(header.group(1))
+    return blocks, frozenset(custom)
 
 
-@functools.cache
 def raw_blocks() -> dict[str, str]:
-    """Every block of every file, with `__schema__` still in place."""
-    blocks: dict[str, str] = {}
-    for path in sorted(SQL_DIR.glob("*.sql")):
-        for name, sql in parse_blocks(path.read_text(), path.name).items():
-            if name in blocks:
-                raise SqlBlockError(f"{path.name}: block {name} is also defined in another file")
-            blocks[name] = sql
-    return blocks
+    return _load()[0]
+
+
+def custom_plan_blocks() -> frozenset[str]:
+    """Names of the blocks marked `-- plan: custom`."""
+    return _load()[1]
 
 
 @functools.cache

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from scheduler import billing, cleanup
-from scheduler.providers import DeleteOutcome, ProviderError, ReadBack
+from scheduler import cleanup
+from scheduler.providers import ProviderError, ReadBack
 from scheduler.sweeps import billing as billing_sweep
 from scheduler.sweeps import cleanup as cleanup_sweep
 from tests import factories

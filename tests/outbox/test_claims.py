@@ -2,10 +2,6 @@
 
 import datetime as dt
 import json
-import signal
-import subprocess
-import threading
-import time
 
 import pytest
 
@@ -15,8 +11,6 @@ from scheduler.sweeps import outbox as drainer
 from tests import factories
 from tests.factories import one, query
 from tests.outbox.factories import backlog_run
-from tests.outbox.fake_receiver import COORDINATOR_TOKEN, FakeReceiver
-from tests.support import PROJECT_DIR, current_database_url, manage_command, manage_env
 
 pytestmark = pytest.mark.django_db
 

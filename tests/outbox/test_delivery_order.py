@@ -6,7 +6,7 @@ import pytest
 from django.db import connections
 
 from scheduler.sweeps import outbox as drainer
-from tests.factories import one, query
+from tests.factories import one
 from tests.outbox.factories import backlog_run
 from tests.outbox.fake_receiver import COORDINATOR_TOKEN, FakeReceiver
 

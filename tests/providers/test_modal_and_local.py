@@ -1,7 +1,6 @@
 """The Modal adapter against a fake `modal` module; the local process sandbox; provider settings."""
 
 import os
-import signal
 import subprocess
 import sys
 import types
