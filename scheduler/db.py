@@ -15,9 +15,11 @@ from __future__ import annotations
 import functools
 import json
 import re
+import weakref
 from typing import Any
 
 import psycopg
+from django.conf import settings
 from django.db import connections, transaction
 
 from scheduler import sql as sql_blocks
@@ -57,11 +59,30 @@ def _arguments(name: str, names: tuple[str, ...], params: dict[str, Any]) -> lis
     return [params[key] for key in names]
 
 
+# The plan_cache_mode each open connection was last switched to (absent: the configured one).
+_plan_modes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _use_plan_mode(cursor, wanted: str) -> None:
+    """Switch the session's plan_cache_mode only when it differs: one round trip per change.
+
+    A rolled-back transaction may undo a switch unseen; that costs speed, never
+    correctness (the mode never changes a result).
+    """
+    if _plan_modes.get(cursor.connection, settings.SCHEDULER_PLAN_CACHE_MODE) != wanted:
+        cursor.execute("SELECT set_config('plan_cache_mode', $1, false)", [wanted])
+        _plan_modes[cursor.connection] = wanted
+
+
 def _execute(cursor, name: str, sql: str, arguments: list[Any], timeout_ms: int | None) -> None:
+    mark = sql_blocks.plan_mark(name)
+    prepare = bool(scheduler_settings.PREPARE_STATEMENTS) and mark != "custom"
     try:
         if timeout_ms is not None:
             cursor.execute("SELECT set_config('statement_timeout', $1, true)", [f"{int(timeout_ms)}ms"])
-        cursor.execute(sql, arguments, prepare=bool(scheduler_settings.PREPARE_STATEMENTS) and name not in sql_blocks.custom_plan_blocks())
+        if prepare:
+            _use_plan_mode(cursor, "force_generic_plan" if mark == "generic" else settings.SCHEDULER_PLAN_CACHE_MODE)
+        cursor.execute(sql, arguments, prepare=prepare)
     except psycopg.Error as exc:
         exc.add_note(f"in SQL statement {name}")
         raise

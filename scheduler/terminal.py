@@ -96,6 +96,59 @@ def record_runner_terminal(
     return RecordOutcome(row["attempt_exists"], row["lease_matches"], row["recorded"], row["is_this_result"])
 
 
+@dataclass(frozen=True)
+class Settlement:
+    """One attempt to settle: its fences and, for ingress, the runner terminal to record first."""
+
+    run_id: str
+    attempt: int
+    lease_token: str | None
+    result: dict | None = None
+    progress_events: list | None = None
+    log_payload: Any = None
+    expected_heartbeat_identity: Any = _ORDINARY
+
+    def envelope(self) -> str | None:
+        if self.result is None:
+            return None
+        envelope = dict(self.result)
+        if self.progress_events:
+            envelope["terminalProgressEvents"] = self.progress_events
+        return json.dumps(envelope)
+
+
+def settle_attempts(settlements: list[Settlement]) -> list[dict]:
+    """TRM-4 (with TRM-1/TRM-2 where a result is given) for many attempts in ONE statement.
+
+    Each item is fenced on its own (lease, current attempt, heartbeat
+    identity); one answer per item, in order, as `settle_attempt` returns.
+    Batching is how a settler keeps up: the statement's fixed cost is paid
+    once per batch (River's batch completer does the same for job states).
+    """
+    if not settlements:
+        return []
+    if len({item.run_id for item in settlements}) != len(settlements):
+        raise InvalidInput("a settlement batch names each run once")
+    for item in settlements:
+        _check_identity(item.expected_heartbeat_identity, item.expected_heartbeat_identity is not _ORDINARY)
+    return db.fetch_all(
+        "attempts_settle",
+        {
+            "run_ids": [item.run_id for item in settlements],
+            "attempts": [item.attempt for item in settlements],
+            "lease_tokens": [item.lease_token for item in settlements],
+            "results": [item.envelope() for item in settlements],
+            "log_payloads": [None if item.log_payload is None else json.dumps(item.log_payload) for item in settlements],
+            "synthetic": [item.expected_heartbeat_identity is not _ORDINARY for item in settlements],
+            "expected_heartbeat_ats": [
+                None if item.expected_heartbeat_identity is _ORDINARY else item.expected_heartbeat_identity
+                for item in settlements
+            ],
+            "retryable_codes": RETRYABLE_CODES,
+        },
+    )
+
+
 def settle_attempt(
     run_id: str,
     attempt: int,
@@ -112,26 +165,8 @@ def settle_attempt(
     run_status/outcome (None when nothing was settled: already settled, not
     current, or no terminal recorded).
     """
-    synthetic = expected_heartbeat_identity is not _ORDINARY
-    _check_identity(expected_heartbeat_identity, synthetic)
-    envelope = None
-    if result is not None:
-        envelope = dict(result)
-        if progress_events:
-            envelope["terminalProgressEvents"] = progress_events
-    return db.fetch_one(
-        "attempts_settle",
-        {
-            "run_id": run_id,
-            "attempt": attempt,
-            "lease_token": lease_token,
-            "result": None if envelope is None else json.dumps(envelope),
-            "log_payload": None if log_payload is None else json.dumps(log_payload),
-            "synthetic": synthetic,
-            "expected_heartbeat_at": expected_heartbeat_identity if synthetic else None,
-            "retryable_codes": RETRYABLE_CODES,
-        },
-    )
+    return settle_attempts([Settlement(run_id, attempt, lease_token, result, progress_events, log_payload,
+                                       expected_heartbeat_identity)])[0]
 
 
 def ingest_runner_terminal(

@@ -34,3 +34,21 @@ def test_timeout__a_blocked_statement_is_cancelled_after_its_own_timeout():
             db.fetch_one("runs_cancel", {"run_id": run_id, "reason": "test"}, timeout_ms=200)
         holder.rollback()
     assert db.fetch_one("runs_cancel", {"run_id": run_id, "reason": "test"})["cancelled"] is True
+
+
+def test_generic_plan_mark__the_statement_never_replans_and_others_keep_the_configured_mode():
+    from django.db import connection
+
+    from scheduler import terminal
+
+    for _ in range(7):
+        claim = factories.parked_run()
+        terminal.settle_attempt(claim.run_id, claim.attempt, claim.lease_token, factories.completed_result())
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+                       " WHERE statement LIKE %s", ["%unnest(%"])
+        assert cursor.fetchall() == [(7, 0)]
+    db.fetch_one("runs_read_status", {"run_id": claim.run_id})
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('plan_cache_mode')")
+        assert cursor.fetchone()[0] == "auto"

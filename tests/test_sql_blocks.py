@@ -57,8 +57,8 @@ def test_parse_blocks__refuses_duplicates_and_missing_comment():
         sql_blocks.parse_blocks("-- name: a\nSELECT 1;")
 
 
-def test_custom_plan_marker__parsed_and_keeps_the_statement_unprepared():
-    names = sql_blocks.custom_plan_blocks()
-    assert {"outbox_list_ready_runs", "runs_claim_queued", "runs_list_liveness_work"} <= names
-    assert names <= set(sql_blocks.raw_blocks())
-    assert "attempts_settle" not in names
+def test_plan_markers__parsed():
+    marks = {name: sql_blocks.plan_mark(name) for name in sql_blocks.raw_blocks()}
+    custom = {name for name, mark in marks.items() if mark == "custom"}
+    assert {"outbox_list_ready_runs", "runs_claim_queued", "runs_list_liveness_work"} <= custom
+    assert marks["attempts_settle"] == "generic"

@@ -10,7 +10,10 @@ A block runs from its `-- name:` header to the next header. A comment line
 `-- plan: custom` marks a statement that is never prepared: PostgreSQL plans
 it for its actual parameters and table sizes on every call. `__schema__`
 stands for the configured scheduler schema and is replaced once at load
-time (the name is validated as a plain identifier at start-up). Parameters
+time (the name is validated as a plain identifier at start-up). A line
+`-- plan: generic` marks a prepared statement that always runs its generic
+plan: PostgreSQL's automatic choice would re-plan it on every call although
+one plan fits every parameter (the array-driven settlement is one). Parameters
 are named psycopg placeholders, `%(run_id)s`, with explicit casts.
 """
 
@@ -48,14 +51,14 @@ def parse_blocks(text: str, source: str = "<text>") -> dict[str, str]:
     return blocks
 
 
-_CUSTOM_PLAN = re.compile(r"^\s*--\s*plan:\s*custom\s*$", re.MULTILINE)
+_PLAN_MARK = re.compile(r"^\s*--\s*plan:\s*(custom|generic)\s*$", re.MULTILINE)
 
 
 @functools.cache
-def _load() -> tuple[dict[str, str], frozenset[str]]:
-    """Every block of every file (with `__schema__` in place), and the names marked `-- plan: custom`."""
+def _load() -> tuple[dict[str, str], dict[str, str]]:
+    """Every block of every file (`__schema__` still in place), and the `-- plan:` mark of the marked ones."""
     blocks: dict[str, str] = {}
-    custom: set[str] = set()
+    marks: dict[str, str] = {}
     for path in sorted(SQL_DIR.glob("*.sql")):
         text = path.read_text()
         for name, sql in parse_blocks(text, path.name).items():
@@ -65,18 +68,19 @@ def _load() -> tuple[dict[str, str], frozenset[str]]:
         headers = list(_HEADER.finditer(text))
         for index, header in enumerate(headers):
             end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
-            if _CUSTOM_PLAN.search(text, header.end(), end):
-                custom.add(header.group(1))
-    return blocks, frozenset(custom)
+            mark = _PLAN_MARK.search(text, header.end(), end)
+            if mark:
+                marks[header.group(1)] = mark.group(1)
+    return blocks, marks
 
 
 def raw_blocks() -> dict[str, str]:
     return _load()[0]
 
 
-def custom_plan_blocks() -> frozenset[str]:
-    """Names of the blocks marked `-- plan: custom`."""
-    return _load()[1]
+def plan_mark(name: str) -> str | None:
+    """`custom`, `generic`, or None for a block PostgreSQL plans as it chooses."""
+    return _load()[1].get(name)
 
 
 @functools.cache
