@@ -28,11 +28,16 @@ SCHEDULER_INTERNAL_TOKEN = env.str("SCHEDULER_INTERNAL_TOKEN", default="")
 SCHEDULER_STATEMENT_TIMEOUT_MS = env.int("SCHEDULER_STATEMENT_TIMEOUT_MS", default=30_000)
 SCHEDULER_PREPARE_STATEMENTS = env.bool("SCHEDULER_PREPARE_STATEMENTS", default=True)
 # PostgreSQL's plan_cache_mode for the prepared named statements. Left at auto: a forced
-# generic plan turns the run claim's joins into sequential scans (measured 6x slower).
+# generic plan can turn joins sized by a parameter into sequential scans. Statements whose
+# one plan is safe say so (`-- plan: generic`) and run it whatever this says.
 SCHEDULER_PLAN_CACHE_MODE = env.str("SCHEDULER_PLAN_CACHE_MODE", default="auto")
 if SCHEDULER_PLAN_CACHE_MODE not in ("auto", "force_generic_plan", "force_custom_plan"):
     raise ImproperlyConfigured("SCHEDULER_PLAN_CACHE_MODE must be auto, force_generic_plan or force_custom_plan")
 SCHEDULER_CLAIM_LEASE_SECONDS = env.int("SCHEDULER_CLAIM_LEASE_SECONDS", default=300)
+# Runner terminals a web process settles together in one statement (1: each on its own).
+SCHEDULER_SETTLE_BATCH_SIZE = env.int("SCHEDULER_SETTLE_BATCH_SIZE", default=32)
+if not 1 <= SCHEDULER_SETTLE_BATCH_SIZE <= 500:
+    raise ImproperlyConfigured("SCHEDULER_SETTLE_BATCH_SIZE must be between 1 and 500")
 SCHEDULER_HEARTBEAT_TIMEOUT_MS = env.int("SCHEDULER_HEARTBEAT_TIMEOUT_MS", default=60_000)
 
 # Sandbox providers. Keys and tokens are validated here and never logged.

@@ -43,6 +43,7 @@ class _Settings:
         "SCHEDULER_CLAIM_LEASE_SECONDS": 300,
         "SCHEDULER_MAX_REQUEST_BYTES": 1024 * 1024,
         "SCHEDULER_PREPARE_STATEMENTS": True,
+        "SCHEDULER_SETTLE_BATCH_SIZE": 32,
     }
 
     def __getattr__(self, name: str):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from scheduler import db, validation
 from scheduler.errors import InvalidInput, LeaseMismatch, NotFound
@@ -170,10 +170,16 @@ def settle_attempt(
 
 
 def ingest_runner_terminal(
-    run_id: str, attempt: int, lease_token: str, result: dict, progress_events: list | None = None, log_payload: Any = None
+    run_id: str, attempt: int, lease_token: str, result: dict, progress_events: list | None = None, log_payload: Any = None,
+    *, settle: Callable[[Settlement], dict] | None = None,
 ) -> dict:
-    """The runner's terminal request: record and settle in one statement. 404 unknown attempt, 409 lease mismatch."""
-    outcome = settle_attempt(run_id, attempt, lease_token, result, progress_events=progress_events, log_payload=log_payload)
+    """The runner's terminal request: record and settle in one statement. 404 unknown attempt, 409 lease mismatch.
+
+    `settle` runs the settlement (default: its own statement on this thread's
+    connection; the web process passes the group settler).
+    """
+    item = Settlement(run_id, attempt, lease_token, result, progress_events, log_payload)
+    outcome = settle(item) if settle else settle_attempts([item])[0]
     if not outcome["attempt_exists"]:
         raise NotFound(f"attempt {attempt} of run {run_id} not found")
     if not outcome["lease_matches"]:

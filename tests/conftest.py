@@ -11,3 +11,12 @@ def scratch_db():
         yield database
     finally:
         database.drop()
+
+
+@pytest.fixture(autouse=True)
+def _stop_the_shared_settler():
+    """A test that settled through the web path leaves no settler thread (and connection) behind."""
+    yield
+    from scheduler import settler
+
+    settler.close_shared()

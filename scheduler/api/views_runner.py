@@ -2,7 +2,7 @@
 
 from django.http import JsonResponse
 
-from scheduler import lifecycle, terminal, validation
+from scheduler import lifecycle, settler, terminal, validation
 from scheduler.api.auth import require_runner
 from scheduler.api.http import api_view, json_body
 
@@ -29,5 +29,6 @@ def runner_terminal(request):
     result = terminal.validate_result(validation.field(body, "result"))
     progress = terminal.validate_progress_events(body.get("terminalProgressEvents"))
     log_payload = body.get("logPayload")
-    outcome = terminal.ingest_runner_terminal(run_id, attempt, lease_token, result, progress, log_payload)
+    outcome = terminal.ingest_runner_terminal(run_id, attempt, lease_token, result, progress, log_payload,
+                                             settle=settler.settle)
     return JsonResponse(outcome)

@@ -67,10 +67,14 @@ def next_cursors(result: SweepResult, limit: int) -> dict:
 def run_once(limit: int = 100, default_timeout_ms: int = 60_000, after_run_ids: dict | None = None,
              now: dt.datetime | None = None) -> SweepResult:
     result = SweepResult(cursors=dict(after_run_ids or {}))
-    for row in discover(limit, default_timeout_ms, after_run_ids, now):
+    work = discover(limit, default_timeout_ms, after_run_ids, now)
+    # Recorded terminals nobody settled yet (SWP-5): all of them in one statement.
+    recorded = [terminal.Settlement(row["run_id"], row["attempt"], row["lease_token"])
+                for row in work if row["work"] == "settle"]
+    answers = terminal.settle_attempts(recorded)
+    result.counts["settled"] += sum(1 for answer in answers if answer["run_status"])
+    for row in work:
         if row["work"] == "settle":
-            if terminal.settle_attempt(row["run_id"], row["attempt"], row["lease_token"])["run_status"]:
-                result.counts["settled"] += 1
             continue
         result.cursors[row["provider"]] = row["run_id"]
         result.inspected_by_provider[row["provider"]] = result.inspected_by_provider.get(row["provider"], 0) + 1

@@ -1,0 +1,118 @@
+"""Group settlement: concurrent terminals share settle statements, each keeps its own answer and fences."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import psycopg
+import pytest
+from django.db import connection, transaction
+
+from scheduler import settler, terminal
+from tests import factories
+from tests.concurrency import threads
+from tests.support import connect
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _wait_for(predicate, what: str, seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"never happened: {what}")
+
+
+def _settle_statement_blocked() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity"
+                       " WHERE wait_event_type = 'Lock' AND query LIKE %s", ["%unnest(%"])
+        return cursor.fetchone()[0] > 0
+
+
+def _submit_behind_a_held_run(group: settler.BatchSettler, items: list[terminal.Settlement]):
+    """Block the settler on a first run's lock, queue `items` from their own threads together, then let go."""
+    blocker = factories.parked_run()
+    with connect(autocommit=False) as holder:
+        holder.execute("SELECT 1 FROM runtime_scheduler.runs WHERE run_id = %s FOR UPDATE", [blocker.run_id])
+        first = threads.start(lambda: group.settle(
+            terminal.Settlement(blocker.run_id, 1, blocker.lease_token, factories.completed_result())))
+        _wait_for(_settle_statement_blocked, "the settler waits on the held run")
+        barrier = threading.Barrier(len(items))
+        started = [threads.start(lambda item=item: group.settle(item), barrier=barrier) for item in items]
+        _wait_for(lambda: group._queue.qsize() == len(items), "every item is queued")
+        holder.rollback()
+    for thread, _ in [first, *started]:
+        thread.join(timeout=60)
+        assert not thread.is_alive()
+    assert first[1].get()["run_status"] == "completed"
+    return [outcome for _, outcome in started]
+
+
+@pytest.fixture
+def group():
+    settler_ = settler.BatchSettler(max_batch=8)
+    yield settler_
+    settler_.close()
+
+
+def test_concurrent_terminals__share_statements_and_each_gets_its_own_answer(group):
+    parked = [factories.parked_run() for _ in range(16)]
+    items = [terminal.Settlement(p.run_id, 1, p.lease_token, factories.completed_result({"n": i}))
+             for i, p in enumerate(parked)]
+    outcomes = _submit_behind_a_held_run(group, items)
+    answers = [outcome.get() for outcome in outcomes]
+    assert [(a["run_id"], a["run_status"], a["is_this_result"]) for a in answers] == \
+        [(p.run_id, "completed", True) for p in parked]
+    # One statement for the held run, then two of eight for the sixteen queued together.
+    assert group.statements == 3
+    outputs = dict(factories.query(
+        "SELECT run_id, payload_json -> 'output' ->> 'n' FROM runtime_scheduler.outbox WHERE event_type = 'run.completed'"))
+    assert [outputs[p.run_id] for p in parked] == [str(i) for i in range(16)]
+
+
+def test_a_failing_item__its_neighbours_still_settle_and_only_its_caller_sees_the_error(group):
+    good = [factories.parked_run() for _ in range(2)]
+    items = [terminal.Settlement(good[0].run_id, 1, good[0].lease_token, factories.completed_result()),
+             terminal.Settlement("run-with-an-impossible-attempt", 2**40, "lease", factories.completed_result()),
+             terminal.Settlement(good[1].run_id, 1, "not-the-lease", factories.completed_result())]
+    first, bad, wrong_lease = _submit_behind_a_held_run(group, items)
+    assert first.get()["run_status"] == "completed"
+    with pytest.raises(psycopg.errors.NumericValueOutOfRange):
+        bad.get()
+    assert wrong_lease.get()["lease_matches"] is False
+    assert factories.one("SELECT status FROM runtime_scheduler.runs WHERE run_id = %s", [good[1].run_id]) == "waiting"
+
+
+def test_a_caller_inside_a_transaction__settles_on_its_own_connection_and_rolls_back_with_it():
+    parked = factories.parked_run()
+    with pytest.raises(RuntimeError):
+        with transaction.atomic():
+            answer = settler.settle(terminal.Settlement(parked.run_id, 1, parked.lease_token, factories.completed_result()))
+            assert answer["run_status"] == "completed"
+            raise RuntimeError("the caller's work fails")
+    assert factories.one("SELECT status FROM runtime_scheduler.runs WHERE run_id = %s", [parked.run_id]) == "waiting"
+
+
+def test_the_same_run_twice_in_one_queue__settles_once_in_separate_statements(group):
+    parked = factories.parked_run()
+    items = [terminal.Settlement(parked.run_id, 1, parked.lease_token, factories.completed_result({"n": n}))
+             for n in range(2)]
+    outcomes = _submit_behind_a_held_run(group, items)
+    answers = [outcome.get() for outcome in outcomes]
+    assert sorted(a["run_status"] is not None for a in answers) == [False, True]
+    assert group.statements == 3
+
+
+def test_close__settles_what_is_queued_then_refuses():
+    group = settler.BatchSettler(max_batch=8)
+    parked = factories.parked_run()
+    assert group.settle(terminal.Settlement(parked.run_id, 1, parked.lease_token,
+                                            factories.completed_result()))["run_status"] == "completed"
+    group.close()
+    assert not group._thread.is_alive()
+    with pytest.raises(RuntimeError, match="closed"):
+        group.settle(terminal.Settlement(parked.run_id, 1, parked.lease_token, factories.completed_result()))
