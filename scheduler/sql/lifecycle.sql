@@ -31,7 +31,8 @@ SELECT (SELECT run_id FROM inserted) AS run_id,
 
 -- name: runs_claim_queued
 -- Claim queued runs (SKIP LOCKED): attempt n+1 with a fresh lease token, older attempts retired, run running, run.started written (RUN-2).
--- plan: custom
+-- plan: generic
+-- Every lookup after the candidate scan is by key (a correlated max, = ANY of the claimed ids), so the one generic plan stays on indexes for any limit.
 WITH candidate AS MATERIALIZED (
     SELECT run.run_id
     FROM __schema__.runs AS run
@@ -40,15 +41,14 @@ WITH candidate AS MATERIALIZED (
     LIMIT %(limit)s::integer
     FOR NO KEY UPDATE SKIP LOCKED
 ), numbered AS MATERIALIZED (
-    SELECT candidate.run_id, coalesce(max(attempt.attempt), 0) + 1 AS attempt
+    SELECT candidate.run_id,
+           coalesce((SELECT max(attempt.attempt) FROM __schema__.attempts AS attempt
+                     WHERE attempt.run_id = candidate.run_id), 0) + 1 AS attempt
     FROM candidate
-    LEFT JOIN __schema__.attempts AS attempt ON attempt.run_id = candidate.run_id
-    GROUP BY candidate.run_id
 ), retired AS (
     UPDATE __schema__.attempts AS older
     SET status = 'released', updated_at = now()
-    FROM numbered
-    WHERE older.run_id = numbered.run_id
+    WHERE older.run_id = ANY (ARRAY(SELECT numbered.run_id FROM numbered))
       AND older.status IN ('claimed', 'running', 'waiting')
     RETURNING older.run_id
 ), claimed AS (
@@ -60,8 +60,7 @@ WITH candidate AS MATERIALIZED (
 ), started AS (
     UPDATE __schema__.runs AS run
     SET status = 'running', started_at = coalesce(run.started_at, now()), suspension_json = NULL, updated_at = now()
-    FROM claimed
-    WHERE run.run_id = claimed.run_id
+    WHERE run.run_id = ANY (ARRAY(SELECT candidate.run_id FROM candidate))
     RETURNING run.run_id, run.org_id, run.play_name, run.input_json, run.launch_json, run.max_attempts
 ), started_fact AS (
     INSERT INTO __schema__.outbox (event_id, run_id, event_type, payload_json, lane, created_at)

@@ -1,0 +1,46 @@
+"""Statements marked `-- plan: generic` run one plan for every parameter: it must stay on indexes."""
+
+import psycopg
+import pytest
+from django.db import connection
+
+from scheduler import db
+from scheduler import sql as sql_blocks
+
+pytestmark = pytest.mark.django_db
+
+BIG_TABLES = ("runs", "attempts", "outbox", "sandbox_cleanup_jobs_v2", "compute_billing_jobs_v2")
+
+
+@pytest.fixture
+def sizeable_tables():
+    """Enough rows that a sequential scan would be the planner's honest choice for an unselective plan."""
+    with connection.cursor() as cursor:
+        cursor.execute("""
+            INSERT INTO runs (run_id, org_id, play_name, status, launch_json, max_attempts, created_at)
+            SELECT 'plan-' || i, 'org', 'p', CASE WHEN i % 2 = 0 THEN 'queued' ELSE 'completed' END, '{}', 1,
+                   now() + i * interval '1 microsecond'
+            FROM generate_series(1, 20000) AS i;
+            INSERT INTO attempts (run_id, attempt, status, lease_token)
+            SELECT 'plan-' || i, 1, 'completed', 'lease-' || i FROM generate_series(1, 20000, 2) AS i;
+            INSERT INTO outbox (event_id, run_id, event_type, payload_json)
+            SELECT 'plan-' || i || ':run.created', 'plan-' || i, 'run.created', '{}' FROM generate_series(1, 20000) AS i;
+            ANALYZE runs; ANALYZE attempts; ANALYZE outbox;
+        """)
+
+
+@pytest.mark.parametrize("name", sorted(name for name in sql_blocks.raw_blocks() if sql_blocks.plan_mark(name) == "generic"))
+def test_generic_plan__no_sequential_scan_of_a_scheduler_table(sizeable_tables, name):
+    sql, _ = db._compiled(name, "runtime_scheduler")
+    raw = connection.connection
+    with psycopg.RawCursor(raw) as cursor:
+        cursor.execute(f"PREPARE generic_plan_check AS {sql}")
+        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        cursor.execute("SELECT parameter_types::text[] FROM pg_prepared_statements WHERE name = 'generic_plan_check'")
+        types = cursor.fetchone()[0]
+        nulls = ", ".join(f"NULL::{kind}" for kind in types)
+        cursor.execute(f"EXPLAIN EXECUTE generic_plan_check({nulls})")
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute("DEALLOCATE generic_plan_check")
+    scans = [line.strip() for line in plan.splitlines() if "Seq Scan on" in line]
+    assert not [scan for scan in scans if any(f"Seq Scan on {table} " in scan for table in BIG_TABLES)], plan
