@@ -10,10 +10,16 @@ WITH candidate_facts AS (
      CROSS JOIN LATERAL (
          SELECT fact.run_id FROM __schema__.outbox AS fact
          WHERE fact.lane = %(lane)s::text AND fact.delivered_at IS NULL AND fact.event_type = milestone.event_type
+           -- The same types as constants: the planner then sizes the search by their statistics and takes the
+           -- milestone index, instead of walking every undelivered fact when none of a type is waiting.
+           AND fact.event_type IN ('run.created', 'run.completed', 'run.failed', 'run.cancelled', 'run.waiting')
+           -- OFFSET 0 keeps each check a per-fact probe by run_id: a queue's statistics are always stale, and
+           -- turned into a join the check was planned as a scan of every undelivered fact per candidate.
            AND NOT EXISTS (SELECT 1 FROM __schema__.outbox AS blocker
                            WHERE blocker.run_id = fact.run_id AND blocker.lane = fact.lane AND blocker.delivered_at IS NULL
                              AND (blocker.failed_at IS NOT NULL OR blocker.next_attempt_at > now()
-                                  OR (blocker.lease_owner IS NOT NULL AND blocker.lease_expires_at > now())))
+                                  OR (blocker.lease_owner IS NOT NULL AND blocker.lease_expires_at > now()))
+                           OFFSET 0)
          ORDER BY fact.created_at LIMIT %(limit)s::integer
      ) AS fact
      WHERE %(admission_first)s::boolean AND (milestone.event_type <> 'run.waiting' OR %(lane)s::text = 'ledger'))
@@ -24,10 +30,12 @@ WITH candidate_facts AS (
        AND coalesce(fact.next_attempt_at, fact.created_at) <= now()
        AND NOT EXISTS (SELECT 1 FROM __schema__.outbox AS older
                        WHERE older.run_id = fact.run_id AND older.lane = fact.lane AND older.delivered_at IS NULL
-                         AND (older.created_at, older.event_id) < (fact.created_at, fact.event_id))
+                         AND (older.created_at, older.event_id) < (fact.created_at, fact.event_id)
+                       OFFSET 0)
        AND NOT EXISTS (SELECT 1 FROM __schema__.outbox AS active
                        WHERE active.run_id = fact.run_id AND active.lane = fact.lane AND active.delivered_at IS NULL
-                         AND active.lease_owner IS NOT NULL AND active.lease_expires_at > now())
+                         AND active.lease_owner IS NOT NULL AND active.lease_expires_at > now()
+                       OFFSET 0)
      ORDER BY fact.created_at, fact.event_id LIMIT %(limit)s::integer + cardinality(%(exclude_run_ids)s::text[]))
 ), candidate_runs AS (
     SELECT candidate.run_id, min(candidate.class) AS class

@@ -1,0 +1,41 @@
+"""The outbox is a queue whose statistics are always stale: the ready listing must not depend on them."""
+
+import psycopg
+import pytest
+from django.db import connection
+
+from scheduler import db
+
+pytestmark = pytest.mark.django_db
+
+
+def _listing_plan() -> str:
+    sql, names = db._compiled("outbox_list_ready_runs", "runtime_scheduler")
+    params = {"lane": "ledger", "limit": 64, "admission_first": True, "exclude_run_ids": []}
+    with psycopg.RawCursor(connection.connection) as cursor:
+        cursor.execute("EXPLAIN " + sql, [params[name] for name in names])
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+def test_ready_listing__head_and_lease_checks_stay_per_fact_probes_whatever_the_statistics():
+    # Statistics of an empty outbox (what a fresh table or a vacuum after a drained backlog leaves),
+    # then a backlog the planner has not seen.
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE outbox")
+        cursor.execute("""
+            INSERT INTO outbox (event_id, run_id, event_type, payload_json)
+            SELECT 'queue-' || i, 'queue-run-' || (i % 500), 'run.progress', '{}' FROM generate_series(1, 5000) AS i
+        """)
+    plan = _listing_plan()
+    # Each NOT EXISTS stays a subplan run per candidate fact (a probe by run_id); as a join
+    # it was planned as a scan of every undelivered fact for every candidate.
+    assert plan.count("NOT EXISTS(SubPlan") == 3, plan
+    assert "Anti Join" not in plan, plan
+
+
+def test_outbox__vacuumed_and_analyzed_after_a_fixed_number_of_changes():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE oid = 'outbox'::regclass")
+        options = dict(option.split("=") for option in cursor.fetchone()[0])
+    assert options["autovacuum_vacuum_scale_factor"] == options["autovacuum_analyze_scale_factor"] == "0"
+    assert int(options["autovacuum_vacuum_threshold"]) <= 10_000
