@@ -1,0 +1,78 @@
+"""One settle statement for many attempts decides each exactly as settling it alone would."""
+
+import pytest
+
+from scheduler import lifecycle, terminal
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+PERFORMANCE_LAUNCH = {"contractSnapshot": {"compatibility": {"terminalRuntimePerformanceSupported": True}}}
+STATS = {"runtimeResources": {"cpuMs": 5, "wallMs": 9, "peakMemoryBytes": 1024}}
+
+
+def _scenarios() -> list[terminal.Settlement]:
+    """Every kind of item a batch can hold, on fresh runs."""
+    completed = factories.parked_run(launch=PERFORMANCE_LAUNCH)
+    retried = factories.parked_run()
+    cancelled = factories.parked_run()
+    lifecycle.cancel_run(cancelled.run_id)
+    wrong_lease = factories.parked_run()
+    failed = factories.parked_run(max_attempts=1)
+    settled_before = factories.parked_run()
+    terminal.settle_attempt(settled_before.run_id, 1, settled_before.lease_token, factories.completed_result())
+    return [
+        terminal.Settlement(completed.run_id, 1, completed.lease_token, factories.completed_result({"a": 1}, stats=STATS),
+                            progress_events=[{"step": 1}, {"step": 2}]),
+        terminal.Settlement(retried.run_id, 1, retried.lease_token, factories.failed_result("runner_lost")),
+        terminal.Settlement(cancelled.run_id, 1, cancelled.lease_token, factories.failed_result("cancelled")),
+        terminal.Settlement(wrong_lease.run_id, 1, "not-the-lease", factories.completed_result()),
+        terminal.Settlement("run-that-does-not-exist", 1, "lease", factories.completed_result()),
+        terminal.Settlement(failed.run_id, 1, failed.lease_token, factories.failed_result("play_error")),
+        terminal.Settlement(settled_before.run_id, 1, settled_before.lease_token, factories.completed_result({"b": 2})),
+    ]
+
+
+def _outcome(items: list[terminal.Settlement], answers: list[dict]) -> list[tuple]:
+    """What each item left behind, without its run's generated ids."""
+    rows = []
+    for index, (item, answer) in enumerate(zip(items, answers)):
+        facts = factories.query(
+            "SELECT event_type, payload_json - 'runId' FROM outbox WHERE run_id = %s "
+            "AND event_type NOT IN ('run.created', 'run.started', 'run.waiting') ORDER BY created_at", [item.run_id])
+        state = factories.query(
+            "SELECT run.status, attempt.status, attempt.runner_result_json IS NOT NULL, "
+            "(SELECT count(*) FROM compute_billing_jobs_v2 AS job WHERE job.run_id = run.run_id), "
+            "(SELECT count(*) FROM sandbox_cleanup_jobs_v2 AS job WHERE job.run_id = run.run_id) "
+            "FROM runs AS run JOIN attempts AS attempt ON attempt.run_id = run.run_id AND attempt.attempt = 1 "
+            "WHERE run.run_id = %s", [item.run_id])
+        rows.append((index, {key: value for key, value in answer.items() if key != "run_id"}, facts, state))
+    return rows
+
+
+def test_a_batch__each_item_settles_as_it_would_alone():
+    batch = _scenarios()
+    together = _outcome(batch, terminal.settle_attempts(batch))
+    alone_items = _scenarios()
+    alone = _outcome(alone_items, [terminal.settle_attempt(item.run_id, item.attempt, item.lease_token, item.result,
+                                                           progress_events=item.progress_events)
+                                   for item in alone_items])
+    assert together == alone
+    statuses = [answer["run_status"] for _, answer, _, _ in together]
+    assert statuses == ["completed", "queued", "cancelled", None, None, "failed", None]
+
+
+def test_a_batch__answers_follow_the_input_order_not_the_lock_order():
+    parked = [factories.parked_run() for _ in range(5)]
+    items = [terminal.Settlement(p.run_id, 1, p.lease_token, factories.completed_result()) for p in reversed(parked)]
+    answers = terminal.settle_attempts(items)
+    assert [answer["run_id"] for answer in answers] == [item.run_id for item in items]
+
+
+def test_a_batch__naming_a_run_twice_is_refused_and_writes_nothing():
+    parked = factories.parked_run()
+    item = terminal.Settlement(parked.run_id, 1, parked.lease_token, factories.completed_result())
+    before = factories.table_state()
+    with pytest.raises(terminal.InvalidInput, match="once"):
+        terminal.settle_attempts([item, item])
+    assert factories.table_state() == before
