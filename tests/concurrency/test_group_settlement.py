@@ -116,3 +116,23 @@ def test_close__settles_what_is_queued_then_refuses():
     assert not group._thread.is_alive()
     with pytest.raises(RuntimeError, match="closed"):
         group.settle(terminal.Settlement(parked.run_id, 1, parked.lease_token, factories.completed_result()))
+
+
+def test_two_batches_over_the_same_runs_in_opposite_orders__no_deadlock_and_one_verdict_each():
+    for _ in range(10):
+        parked = [factories.parked_run(max_attempts=1) for _ in range(20)]
+        # Different companions make the two batches' sets (and any hash order over them) differ.
+        companions = [factories.parked_run(max_attempts=1) for _ in range(40)]
+        forward = [terminal.Settlement(p.run_id, 1, p.lease_token, factories.completed_result({"by": "forward"}))
+                   for p in parked + companions[:20]]
+        backward = [terminal.Settlement(p.run_id, 1, p.lease_token, factories.failed_result("runner_lost"))
+                    for p in list(reversed(parked)) + companions[20:]]
+        first, second = threads.run_together(lambda: terminal.settle_attempts(forward),
+                                             lambda: terminal.settle_attempts(backward))
+        answers = first.get() + second.get()  # a deadlock would raise here
+        for p in parked:
+            settled = [answer for answer in answers if answer["run_id"] == p.run_id and answer["run_status"]]
+            assert len(settled) == 1, settled
+        assert factories.one("SELECT count(*) FROM runtime_scheduler.outbox WHERE run_id = ANY(%s) "
+                             "AND event_type IN ('run.completed', 'run.failed')",
+                             [[p.run_id for p in parked]]) == 20
