@@ -1,7 +1,13 @@
 """The read-only admin: every scheduler table renders, nothing is editable, launch secrets are redacted."""
 
+import html
+import re
+
 import pytest
+from django.contrib.admin.utils import quote
 from django.contrib.auth.models import User
+from django.db import connection
+from django.urls import reverse
 
 from scheduler import terminal
 from tests import factories
@@ -30,7 +36,8 @@ def test_changelist_renders_and_offers_no_add(admin_client, page):
 def test_run_detail__launch_tokens_redacted(admin_client):
     run_id = factories.launch(launch={"executorToken": "exec-secret-123", "coordinatorInternalToken": "coord-secret-456",
                                       "absurdReleaseId": "rel-1"})
-    response = admin_client.get(f"/admin/scheduler/run/{run_id}/change/")
+    # The admin escapes "_" in keys (run_24... would otherwise read as run$...), as its own links do.
+    response = admin_client.get(reverse("admin:scheduler_run_change", args=[quote(run_id)]))
     assert response.status_code == 200, (response.status_code, response.get("Location"))
     page = response.content.decode()
     for secret in ("exec-secret-123", "coord-secret-456"):
@@ -39,3 +46,12 @@ def test_run_detail__launch_tokens_redacted(admin_client):
     assert "&quot;executorToken&quot;: &quot;[redacted]&quot;" in launch_field, launch_field
     assert "&quot;coordinatorInternalToken&quot;: &quot;[redacted]&quot;" in launch_field, launch_field
     assert "rel-1" in launch_field, launch_field
+
+
+def test_run_whose_id_reads_as_an_escape__its_admin_link_opens_it(admin_client):
+    with connection.cursor() as cursor:
+        cursor.execute("INSERT INTO runs (run_id, play_name, status, launch_json) VALUES ('run_24ab', 'p', 'queued', '{}')")
+    listing = admin_client.get("/admin/scheduler/run/?q=run_24ab").content.decode()
+    link = re.search(r'href="(/admin/scheduler/run/[^"]+/change/[^"]*)"', listing).group(1)
+    page = admin_client.get(html.unescape(link))
+    assert page.status_code == 200 and "run_24ab" in page.content.decode()
