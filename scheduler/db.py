@@ -105,12 +105,21 @@ def run(
     sql, names = _compiled(name, schema or scheduler_settings.SCHEMA)
     arguments = _arguments(name, names, params or {})
     connection = connections[using]
+    # What Django's own cursors do first: once per request or loop tick, drop a
+    # connection the server has closed (CONN_HEALTH_CHECKS), then (re)connect.
+    connection.close_if_health_check_failed()
     connection.ensure_connection()
     with transaction.atomic(using=using, savepoint=False) if timeout_ms is not None else _nullcontext():
         # A RawCursor binds server-side ($n placeholders), which preparing
         # needs; Django's own cursors interpolate client-side.
         with psycopg.RawCursor(connection.connection) as cursor:
-            _execute(cursor, name, sql, arguments, timeout_ms)
+            try:
+                _execute(cursor, name, sql, arguments, timeout_ms)
+            except psycopg.Error:
+                # As Django's error wrapper would: the end of the request or tick
+                # then checks the connection and closes it if it is broken.
+                connection.errors_occurred = True
+                raise
             rows: list[dict[str, Any]] = []
             if cursor.description is not None:
                 rows = _dict_rows(cursor.description, cursor.fetchall())

@@ -92,6 +92,7 @@ class BatchSettler:
             self.statements += 1
         except Exception:  # noqa: BLE001 - one bad item must not fail its neighbours
             logger.warning("batch settlement of %d items failed; settling them one by one", len(batch), exc_info=True)
+            connections["default"].close_if_unusable_or_obsolete()
             self._settle_alone(batch)
             return
         for (_, future), answer in zip(batch, answers):

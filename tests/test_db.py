@@ -52,3 +52,15 @@ def test_generic_plan_mark__the_statement_never_replans_and_others_keep_the_conf
     with connection.cursor() as cursor:
         cursor.execute("SELECT current_setting('plan_cache_mode')")
         assert cursor.fetchone()[0] == "auto"
+
+
+def test_a_connection_the_server_closed__the_next_tick_reconnects():
+    from django.db import close_old_connections, connection
+
+    run_id = factories.launch()
+    with connect(autocommit=True) as killer:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            killer.execute("SELECT pg_terminate_backend(%s)", [cursor.fetchone()[0]])
+    close_old_connections()  # what every request and loop tick does first
+    assert db.fetch_one("runs_read_status", {"run_id": run_id})["run_id"] == run_id

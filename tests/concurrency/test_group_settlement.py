@@ -136,3 +136,17 @@ def test_two_batches_over_the_same_runs_in_opposite_orders__no_deadlock_and_one_
         assert factories.one("SELECT count(*) FROM runtime_scheduler.outbox WHERE run_id = ANY(%s) "
                              "AND event_type IN ('run.completed', 'run.failed')",
                              [[p.run_id for p in parked]]) == 20
+
+
+def test_the_settlers_connection_dies__the_next_batch_reconnects_and_every_item_settles(group):
+    first = factories.parked_run()
+    assert group.settle(terminal.Settlement(first.run_id, 1, first.lease_token,
+                                            factories.completed_result()))["run_status"] == "completed"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                       " WHERE pid <> pg_backend_pid() AND query LIKE %s", ["%unnest(%"])
+        assert cursor.fetchall(), "the settler's backend was found"
+    parked = [factories.parked_run() for _ in range(2)]
+    answers = [group.settle(terminal.Settlement(p.run_id, 1, p.lease_token, factories.completed_result()))
+               for p in parked]
+    assert [answer["run_status"] for answer in answers] == ["completed", "completed"]
