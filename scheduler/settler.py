@@ -55,7 +55,13 @@ class BatchSettler:
     def _serve(self) -> None:
         try:
             while batch := self._next_batch():
-                self._settle_batch(batch)
+                try:
+                    self._settle_batch(batch)
+                except Exception as error:  # noqa: BLE001 - the thread must outlive any one batch
+                    logger.exception("batch settlement of %d items failed outside its statement", len(batch))
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(error)
         finally:
             connections.close_all()
 
