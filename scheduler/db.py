@@ -19,7 +19,6 @@ import weakref
 from typing import Any
 
 import psycopg
-from django.conf import settings
 from django.db import connections, transaction
 
 from scheduler import sql as sql_blocks
@@ -69,7 +68,7 @@ def _use_plan_mode(cursor, wanted: str) -> None:
     A rolled-back transaction may undo a switch unseen; that costs speed, never
     correctness (the mode never changes a result).
     """
-    if _plan_modes.get(cursor.connection, settings.SCHEDULER_PLAN_CACHE_MODE) != wanted:
+    if _plan_modes.get(cursor.connection, scheduler_settings.PLAN_CACHE_MODE) != wanted:
         cursor.execute("SELECT set_config('plan_cache_mode', $1, false)", [wanted])
         _plan_modes[cursor.connection] = wanted
 
@@ -81,7 +80,7 @@ def _execute(cursor, name: str, sql: str, arguments: list[Any], timeout_ms: int 
         if timeout_ms is not None:
             cursor.execute("SELECT set_config('statement_timeout', $1, true)", [f"{int(timeout_ms)}ms"])
         if prepare:
-            _use_plan_mode(cursor, "force_generic_plan" if mark == "generic" else settings.SCHEDULER_PLAN_CACHE_MODE)
+            _use_plan_mode(cursor, "force_generic_plan" if mark == "generic" else scheduler_settings.PLAN_CACHE_MODE)
         cursor.execute(sql, arguments, prepare=prepare)
     except psycopg.Error as exc:
         exc.add_note(f"in SQL statement {name}")

@@ -78,3 +78,15 @@ def test_a_batch__naming_a_run_twice_is_refused_and_writes_nothing():
     with pytest.raises(terminal.InvalidInput, match="once"):
         terminal.settle_attempts([item, item])
     assert factories.table_state() == before
+
+
+def test_synthetic_loss_through_settlement__fenced_on_the_heartbeat_identity_per_item():
+    never_beat, moved_on = factories.parked_run(), factories.parked_run()
+    lifecycle.heartbeat(moved_on.run_id, 1, moved_on.lease_token)
+    lost = factories.failed_result("runner_lost")
+    answers = terminal.settle_attempts([
+        terminal.Settlement(never_beat.run_id, 1, never_beat.lease_token, lost, expected_heartbeat_identity=None),
+        terminal.Settlement(moved_on.run_id, 1, moved_on.lease_token, lost, expected_heartbeat_identity=None),
+    ])
+    assert [(a["recorded"], a["run_status"]) for a in answers] == [(True, "queued"), (False, None)]
+    assert factories.one("SELECT status FROM runs WHERE run_id = %s", [moved_on.run_id]) == "waiting"
