@@ -18,7 +18,7 @@ from django.conf import settings
 
 from scheduler import db, lifecycle, terminal
 from scheduler.api.auth import mint_runner_token
-from scheduler.providers import ProviderError, get_provider
+from scheduler.providers import ProviderError, get_provider, sandbox_placement
 from scheduler.providers.base import StartRequest
 
 logger = logging.getLogger("scheduler.dispatch")
@@ -54,8 +54,7 @@ def runner_env(claim: lifecycle.Claim, heartbeat_timeout_ms: int) -> dict[str, s
 
 def dispatch_claim(claim: lifecycle.Claim, result: DispatchResult) -> None:
     launch = claim.launch
-    provider_name = launch.get("sandboxProvider") or settings.SCHEDULER_DEFAULT_PROVIDER
-    routing_domain = None if provider_name == "local" else (launch.get("routingDomain") or claim.org_id)
+    provider_name, routing_domain = sandbox_placement(launch, claim.org_id)
     timeout_ms = int(launch.get("heartbeatTimeoutMs") or settings.SCHEDULER_HEARTBEAT_TIMEOUT_MS)
     python = sys.executable if provider_name == "local" else "python3"
     request = StartRequest(claim.run_id, claim.attempt, routing_domain, runner_env(claim, timeout_ms),

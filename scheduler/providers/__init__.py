@@ -8,4 +8,4 @@ from scheduler.providers.base import (  # noqa: F401
     SandboxRef,
     SandboxProvider,
 )
-from scheduler.providers.registry import get_provider, provider_names  # noqa: F401
+from scheduler.providers.registry import get_provider, provider_names, sandbox_placement  # noqa: F401

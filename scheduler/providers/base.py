@@ -83,3 +83,11 @@ class SandboxProvider:
 
     def read_back(self, ref: SandboxRef) -> ReadBack:
         raise NotImplementedError
+
+    def find_started(self, run_id: str, attempt: int, routing_domain: str | None) -> list[SandboxRef]:
+        """Sandboxes a start for this attempt left behind (found by the tags `start` gave them).
+
+        The recovery of a claim whose dispatcher died between start and park
+        (RUN-9) asks, so that sandbox still gets its cleanup obligation.
+        """
+        raise NotImplementedError

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import shlex
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -91,6 +92,19 @@ class DaytonaProvider(SandboxProvider):
             if not 200 <= answer.status < 300:
                 self._raise_for(answer, "runner start")
         return SandboxRef(self.name, sandbox_id, request.routing_domain)
+
+    def find_started(self, run_id: str, attempt: int, routing_domain: str | None) -> list[SandboxRef]:
+        labels = json.dumps({"runId": run_id, "attempt": str(attempt)}, separators=(",", ":"))
+        response = self._call("GET", "/sandbox?" + urllib.parse.urlencode({"labels": labels}), routing_domain)
+        if not 200 <= response.status < 300:
+            self._raise_for(response, "sandbox list")
+        body = response.body
+        items = body.get("items") if isinstance(body, dict) else body
+        if not isinstance(items, list):
+            raise ProviderError(f"Daytona sandbox list answered {response.status} without a list: check SCHEDULER_DAYTONA_API_URL",
+                                permanent=True)
+        return [SandboxRef(self.name, item["id"], routing_domain) for item in items
+                if isinstance(item, dict) and item.get("id") and item.get("state") != "destroyed"]
 
     def inspect(self, ref: SandboxRef) -> Inspection:
         try:

@@ -7,6 +7,7 @@ pid is never mistaken for the sandbox: identity survives pid reuse.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -68,6 +69,9 @@ def reap_children() -> None:
             return
 
 
+TAG_FILE = "sandbox.json"
+
+
 class LocalProvider(SandboxProvider):
     name = "local"
 
@@ -96,8 +100,22 @@ class LocalProvider(SandboxProvider):
         except psutil.NoSuchProcess:
             raise ProviderError("local sandbox exited while starting") from None
         sandbox_id = f"local-{process.pid}-{started_ms}"
+        # The tag find_started reads, written before anything else can fail.
+        (staging / TAG_FILE).write_text(json.dumps({"runId": request.run_id, "attempt": request.attempt,
+                                                     "sandboxId": sandbox_id}))
         staging.rename(self.workdir(sandbox_id))
         return SandboxRef(self.name, sandbox_id, request.routing_domain)
+
+    def find_started(self, run_id: str, attempt: int, routing_domain: str | None) -> list[SandboxRef]:
+        found = []
+        for tag_path in sorted(self.root.glob(f"*/{TAG_FILE}")):
+            try:
+                tag = json.loads(tag_path.read_text())
+            except (OSError, ValueError):
+                continue
+            if tag.get("runId") == run_id and tag.get("attempt") == attempt and tag.get("sandboxId"):
+                found.append(SandboxRef(self.name, tag["sandboxId"], routing_domain))
+        return found
 
     def inspect(self, ref: SandboxRef) -> Inspection:
         reap_children()

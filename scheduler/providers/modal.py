@@ -16,6 +16,11 @@ from scheduler.providers.base import DeleteOutcome, Inspection, ProviderError, R
 APP_NAME = "run-scheduler"
 
 
+def sandbox_name(run_id: str, attempt: int) -> str:
+    """One name per attempt (Modal keeps names unique among an app's running sandboxes)."""
+    return f"{run_id}-attempt-{attempt}"
+
+
 class ModalProvider(SandboxProvider):
     name = "modal"
 
@@ -57,10 +62,21 @@ class ModalProvider(SandboxProvider):
                       "cpu": request.cpu, "memory": request.memory_mb}
             if self.image:
                 kwargs["image"] = self.modal.Image.from_registry(self.image)
-            sandbox = self.modal.Sandbox.create(*request.command, **kwargs)
+            # The name is the tag find_started looks up: set by the create itself, so no window leaves it out.
+            sandbox = self.modal.Sandbox.create(*request.command, name=sandbox_name(request.run_id, request.attempt), **kwargs)
         except self.modal.exception.Error as error:
             raise ProviderError(f"Modal sandbox create failed: {type(error).__name__}") from None
         return SandboxRef(self.name, sandbox.object_id, request.routing_domain)
+
+    def find_started(self, run_id: str, attempt: int, routing_domain: str | None) -> list[SandboxRef]:
+        client = self._client(routing_domain)
+        try:
+            sandbox = self.modal.Sandbox.from_name(APP_NAME, sandbox_name(run_id, attempt), client=client)
+        except Exception as error:  # noqa: BLE001 - NotFound means none is running; the rest is unknown
+            if self._not_found(error):
+                return []
+            raise ProviderError(f"Modal sandbox lookup failed: {type(error).__name__}") from None
+        return [SandboxRef(self.name, sandbox.object_id, routing_domain)]
 
     def inspect(self, ref: SandboxRef) -> Inspection:
         try:

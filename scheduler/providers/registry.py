@@ -14,6 +14,12 @@ def provider_names() -> tuple[str, ...]:
     return ("local", "daytona", "modal")
 
 
+def sandbox_placement(launch: dict, org_id: str | None) -> tuple[str, str | None]:
+    """The provider and routing domain (whose credential is used) of a run's sandboxes, from its launch."""
+    provider_name = launch.get("sandboxProvider") or settings.SCHEDULER_DEFAULT_PROVIDER
+    return provider_name, None if provider_name == "local" else (launch.get("routingDomain") or org_id)
+
+
 @functools.cache
 def get_provider(name: str) -> SandboxProvider:
     if name == "local":

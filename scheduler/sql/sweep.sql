@@ -155,7 +155,7 @@ LIMIT %(limit)s::integer;
 -- name: attempts_list_expired_claims
 -- Claims whose lease expired before the dispatcher parked them (RUN-9).
 -- plan: custom
-SELECT attempt.run_id, attempt.attempt, attempt.lease_token
+SELECT attempt.run_id, attempt.attempt, attempt.lease_token, run.org_id, run.launch_json
 FROM __schema__.attempts AS attempt
 JOIN __schema__.runs AS run ON run.run_id = attempt.run_id
 WHERE attempt.status IN ('claimed', 'running')
@@ -166,27 +166,36 @@ ORDER BY attempt.lease_expires_at
 LIMIT %(limit)s::integer;
 
 -- name: attempts_record_dispatch_lost
--- Record dispatch_lost on a claim that never parked, fenced: run running, claim still unparked and expired, same lease, no result, no newer attempt (RUN-9).
+-- Record dispatch_lost on a claim that never parked, fenced: run running, claim still unparked and expired, same lease, no result, no newer attempt (RUN-9); the sandboxes its start left behind get their cleanup obligations in the same statement (CLN-1).
 WITH claimed_run AS MATERIALIZED (
-    SELECT run.run_id
+    SELECT run.run_id, run.launch_json
     FROM __schema__.runs AS run
     WHERE run.run_id = %(run_id)s::text AND run.status = 'running'
     FOR NO KEY UPDATE
+), recorded AS (
+    UPDATE __schema__.attempts AS target
+    SET runner_result_json = %(result)s::jsonb,
+        runner_terminal_received_at = clock_timestamp(),
+        updated_at = now()
+    FROM claimed_run
+    WHERE target.run_id = claimed_run.run_id
+      AND target.attempt = %(attempt)s::integer
+      AND target.lease_token = %(lease_token)s::text
+      AND target.status IN ('claimed', 'running')
+      AND target.lease_expires_at <= coalesce(%(now)s::timestamptz, clock_timestamp())
+      AND target.runner_result_json IS NULL
+      AND NOT EXISTS (
+          SELECT 1 FROM __schema__.attempts AS newer
+          WHERE newer.run_id = target.run_id AND newer.attempt > target.attempt
+            AND newer.status IN ('claimed', 'running', 'waiting', 'completed', 'failed')
+      )
+    RETURNING target.run_id, target.attempt, claimed_run.launch_json
+), obligations AS (
+    INSERT INTO __schema__.sandbox_cleanup_jobs_v2 (provider, sandbox_id, run_id, attempt, environment, routing_domain)
+    SELECT %(provider)s::text, started.sandbox_id, recorded.run_id, recorded.attempt,
+           coalesce(nullif(recorded.launch_json ->> 'environment', ''), 'production'), %(routing_domain)s::text
+    FROM recorded
+    CROSS JOIN unnest(%(sandbox_ids)s::text[]) AS started(sandbox_id)
+    ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
 )
-UPDATE __schema__.attempts AS target
-SET runner_result_json = %(result)s::jsonb,
-    runner_terminal_received_at = clock_timestamp(),
-    updated_at = now()
-FROM claimed_run
-WHERE target.run_id = claimed_run.run_id
-  AND target.attempt = %(attempt)s::integer
-  AND target.lease_token = %(lease_token)s::text
-  AND target.status IN ('claimed', 'running')
-  AND target.lease_expires_at <= coalesce(%(now)s::timestamptz, clock_timestamp())
-  AND target.runner_result_json IS NULL
-  AND NOT EXISTS (
-      SELECT 1 FROM __schema__.attempts AS newer
-      WHERE newer.run_id = target.run_id AND newer.attempt > target.attempt
-        AND newer.status IN ('claimed', 'running', 'waiting', 'completed', 'failed')
-  )
-RETURNING target.run_id;
+SELECT recorded.run_id FROM recorded;

@@ -6,8 +6,9 @@
 3. Ask each stale runner's provider whether its sandbox runs (SWP-3). A live
    one is left alone; a gone one gets the fenced runner_lost verdict (SWP-4),
    then settlement. A false verdict means something moved and that wins.
-4. Recoveries no runner can report: expired claims (RUN-9, dispatch_lost),
-   unacknowledged cancels (RUN-10, after asking the provider to stop the
+4. Recoveries no runner can report: expired claims (RUN-9, dispatch_lost;
+   a sandbox the dead dispatcher started gets its cleanup obligation in the
+   same statement), unacknowledged cancels (RUN-10, after asking the provider to stop the
    sandbox), passed hard ceilings (SWP-7, without asking the provider).
 """
 
@@ -19,7 +20,7 @@ import logging
 from dataclasses import dataclass, field
 
 from scheduler import db, terminal
-from scheduler.providers import Inspection, ProviderError, SandboxRef, get_provider
+from scheduler.providers import Inspection, ProviderError, SandboxRef, get_provider, sandbox_placement
 
 logger = logging.getLogger("scheduler.sweep.liveness")
 PROVIDERS = ("daytona", "modal", "local")
@@ -103,11 +104,32 @@ def inspect_and_judge(row: dict, result: SweepResult, now=None) -> None:
         logger.info("liveness run=%s attempt=%s verdict refused by a fence", row["run_id"], row["attempt"])
 
 
+def _sandboxes_left_by_start(row: dict, provider_name: str, routing_domain: str | None) -> list[SandboxRef] | None:
+    """What a dispatcher that died between start and park left running; None: ask again next tick.
+
+    A permanent error (no credential, wrong base URL) will not heal by
+    waiting, so the claim is recovered without them; the error is logged.
+    """
+    try:
+        return get_provider(provider_name).find_started(row["run_id"], row["attempt"], routing_domain)
+    except ProviderError as error:
+        logger.warning("liveness run=%s attempt=%s provider=%s could not list the claim's sandboxes: %s",
+                       row["run_id"], row["attempt"], provider_name, error)
+        return [] if error.permanent else None
+
+
 def recover(limit: int, default_timeout_ms: int, result: SweepResult, now=None) -> None:
     for row in db.fetch_all("attempts_list_expired_claims", {"limit": limit, "now": now}):
+        provider_name, routing_domain = sandbox_placement(row["launch_json"] or {}, row["org_id"])
+        started = _sandboxes_left_by_start(row, provider_name, routing_domain)
+        if started is None:
+            result.counts["unknown"] += 1
+            continue
         recorded = db.execute("attempts_record_dispatch_lost", {
             "run_id": row["run_id"], "attempt": row["attempt"], "lease_token": row["lease_token"], "now": now,
             "result": json.dumps(_failed("dispatch_lost", "the claim expired before its runner was parked")),
+            "provider": provider_name, "routing_domain": routing_domain,
+            "sandbox_ids": [ref.sandbox_id for ref in started],
         })
         if recorded:
             terminal.settle_attempt(row["run_id"], row["attempt"], row["lease_token"])

@@ -68,3 +68,28 @@ def test_cleanup_worker_killed_mid_delete__a_later_pass_finishes__billed_once(lo
     query("UPDATE compute_billing_jobs_v2 SET status = 'pending', finalized_at = NULL")
     billing_sweep.run_once("biller")
     assert one("SELECT count(*) FROM billing_items WHERE run_id = %s", [run_id]) == 1
+
+
+def test_dispatcher_killed_between_start_and_park__the_sweep_finds_its_sandbox_and_cleanup_deletes_it(
+        local_sandboxes, monkeypatch):
+    import datetime as dt
+
+    from scheduler.conf import scheduler_settings
+    from scheduler.providers import ReadBack, SandboxRef
+    from scheduler.sweeps import liveness
+
+    run_id = factories.launch(launch={"play": {"command": ["sh", "-c", "sleep 300"]}, "sandboxProvider": "local"})
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt("dispatcher killed before park")
+
+    monkeypatch.setattr(dispatch.lifecycle, "park", killed)
+    with pytest.raises(KeyboardInterrupt):
+        dispatch.run_once(1)
+    monkeypatch.undo()
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=scheduler_settings.CLAIM_LEASE_SECONDS + 1)
+    assert liveness.run_once(now=later).counts["dispatch_lost"] == 1
+    (sandbox_id,) = [row[0] for row in query("SELECT sandbox_id FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [run_id])]
+    assert get_provider("local").read_back(SandboxRef("local", sandbox_id)) is ReadBack.STILL_PRESENT
+    assert cleanup_sweep.run_once(["local"], "cleaner").counts["confirmed"] == 1
+    assert get_provider("local").read_back(SandboxRef("local", sandbox_id)) is ReadBack.DELETED

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
 
 
 class FakeDaytona:
@@ -73,12 +74,19 @@ class FakeDaytona:
                     return self._send(401, {"message": "Unauthorized"})
                 if not self.path.startswith("/api/"):
                     return self._send(404, {"message": "no route"})
-                parts = self.path[len("/api/"):].split("/")
+                url = urlsplit(self.path)
+                parts = url.path[len("/api/"):].split("/")
                 if parts[0] == "sandbox" and len(parts) == 1 and method == "POST":
                     sandbox_id = f"dt-{len(fake.sandboxes) + 1}"
                     fake.add(sandbox_id, organization)
                     fake.sandboxes[sandbox_id]["env"] = (payload or {}).get("envVars")
+                    fake.sandboxes[sandbox_id]["labels"] = (payload or {}).get("labels") or {}
                     return self._send(200, fake.sandboxes[sandbox_id])
+                if parts[0] == "sandbox" and len(parts) == 1 and method == "GET":
+                    wanted = json.loads(parse_qs(url.query).get("labels", ["{}"])[0])
+                    return self._send(200, [sandbox for sandbox in fake.sandboxes.values()
+                                            if sandbox["organizationId"] == organization
+                                            and wanted.items() <= sandbox.get("labels", {}).items()])
                 if parts[0] == "toolbox":
                     return self._send(200, {"ok": True})
                 if parts[0] != "sandbox" or len(parts) != 2:

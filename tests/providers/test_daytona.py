@@ -102,3 +102,25 @@ def test_2xx_without_a_sandbox_body__wrong_base_url_is_permanent(daytona):
 def test_inspect__5xx_or_unreachable__unknown_never_gone():
     provider = DaytonaProvider("http://127.0.0.1:9/api", {"org-a": "key-a"}, timeout=1)
     assert provider.inspect(ref("sb-1")) is Inspection.UNKNOWN
+
+
+def test_find_started__by_the_labels_start_gave_and_only_under_the_orgs_own_key(daytona):
+    fake, provider = daytona
+    started = provider.start(StartRequest("run-9", 3, "org-a", {}, ["python3", "-m", "scheduler.runner"]))
+    provider.start(StartRequest("run-9", 2, "org-a", {}, ["python3", "-m", "scheduler.runner"]))
+    assert provider.find_started("run-9", 3, "org-a") == [started]
+    assert provider.find_started("run-9", 3, "org-b") == []
+    fake.sandboxes[started.sandbox_id]["state"] = "destroyed"
+    assert provider.find_started("run-9", 3, "org-a") == []
+
+
+def test_find_started__failures_are_provider_errors(daytona):
+    fake, provider = daytona
+    fake.script("GET", 503)
+    with pytest.raises(ProviderError) as raised:
+        provider.find_started("run-9", 1, "org-a")
+    assert not raised.value.permanent
+    fake.script("GET", 200, {"unexpected": True})
+    with pytest.raises(ProviderError, match="SCHEDULER_DAYTONA_API_URL") as raised:
+        provider.find_started("run-9", 1, "org-a")
+    assert raised.value.permanent

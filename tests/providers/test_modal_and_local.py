@@ -21,6 +21,7 @@ def fake_modal():
     module.exception = types.SimpleNamespace(Error=type("Error", (Exception,), {}))
     module.exception.NotFoundError = type("NotFoundError", (module.exception.Error,), {})
     module.sandboxes = {}  # id -> (workspace, returncode or None)
+    module.names = {}  # sandbox name -> id
     module.calls = []
 
     class Client:
@@ -43,10 +44,18 @@ def fake_modal():
             return cls(object_id, client)
 
         @classmethod
-        def create(cls, *command, client, **kwargs):
+        def create(cls, *command, client, name=None, **kwargs):
             object_id = f"sb-{len(module.sandboxes) + 1}"
             module.sandboxes[object_id] = (client.workspace, None)
+            module.names[name] = object_id
             module.calls.append(("create", command))
+            return cls(object_id, client)
+
+        @classmethod
+        def from_name(cls, app_name, name, client):
+            object_id = module.names.get(name)
+            if object_id is None or module.sandboxes[object_id] != (client.workspace, None):
+                raise module.exception.NotFoundError(name)  # as Modal: only running sandboxes have a name
             return cls(object_id, client)
 
         def poll(self):
@@ -132,3 +141,25 @@ def test_malformed_provider_settings__refused_at_start_up_without_echoing_keys(n
     assert result.returncode != 0
     assert message in result.stderr
     assert value not in result.stderr or name == "SCHEDULER_DEFAULT_PROVIDER"
+
+
+def test_modal__find_started__the_attempts_running_sandbox_by_its_name():
+    modal = fake_modal()
+    provider = ModalProvider(TOKENS, modal_module=modal)
+    ref = provider.start(StartRequest("run-m", 2, "ws-a", {}, ["python3", "-m", "scheduler.runner"]))
+    assert provider.find_started("run-m", 2, "ws-a") == [ref]
+    assert provider.find_started("run-m", 1, "ws-a") == []
+    assert provider.find_started("run-m", 2, "ws-b") == []  # another workspace's credential sees nothing
+    provider.delete(ref)
+    assert provider.find_started("run-m", 2, "ws-a") == []
+
+
+def test_local__find_started__reads_the_tag_start_wrote(tmp_path):
+    provider = LocalProvider(tmp_path)
+    ref = provider.start(StartRequest("run-l", 1, None, dict(os.environ), [sys.executable, "-c", "import time; time.sleep(60)"]))
+    try:
+        assert provider.find_started("run-l", 1, None) == [ref]
+        assert provider.find_started("run-l", 2, None) == []
+        assert provider.find_started("run-other", 1, None) == []
+    finally:
+        provider.delete(ref)

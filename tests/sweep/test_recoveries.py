@@ -1,11 +1,12 @@
 """SWP-3/5/7, RUN-9, RUN-10: the sweep's inspection, settlement and recoveries, with a recording provider."""
 
 import datetime as dt
+import json
 
 import pytest
 
-from scheduler import lifecycle, terminal
-from scheduler.providers import DeleteOutcome, Inspection
+from scheduler import db, lifecycle, terminal
+from scheduler.providers import DeleteOutcome, Inspection, ProviderError, SandboxRef
 from scheduler.sweeps import liveness
 from tests import factories
 from tests.factories import one, query
@@ -20,6 +21,7 @@ class RecordingProvider:
     def __init__(self, answers=None):
         self.answers = answers or {}
         self.calls = []
+        self.started = {}  # (run_id, attempt) -> sandbox ids a start left, or a ProviderError to raise
 
     def inspect(self, ref):
         self.calls.append(("inspect", ref.sandbox_id))
@@ -28,6 +30,13 @@ class RecordingProvider:
     def delete(self, ref):
         self.calls.append(("delete", ref.sandbox_id))
         return DeleteOutcome.ACCEPTED
+
+    def find_started(self, run_id, attempt, routing_domain):
+        self.calls.append(("find_started", run_id, attempt))
+        found = self.started.get((run_id, attempt), [])
+        if isinstance(found, ProviderError):
+            raise found
+        return [SandboxRef("local", sandbox_id, routing_domain) for sandbox_id in found]
 
 
 @pytest.fixture
@@ -78,6 +87,40 @@ def test_dispatcher_died_between_claim_and_park__dispatch_lost_and_claimed_again
     assert factories.loads(one("SELECT runner_result_json FROM attempts WHERE run_id = %s AND attempt = 1",
                                [run_id]))["error"]["code"] == "dispatch_lost"
     assert factories.claim(run_id).attempt == claimed.attempt + 1
+
+
+def test_dispatcher_died_between_start_and_park__its_sandbox_gets_a_cleanup_obligation(provider):
+    run_id = factories.launch()
+    claimed = factories.claim(run_id)
+    provider.started[(run_id, claimed.attempt)] = ["orphan-sandbox"]
+    liveness.run_once(now=dt.datetime.now(dt.UTC) + dt.timedelta(seconds=claimed_lease_seconds() + 1))
+    assert query("SELECT provider, sandbox_id, attempt, status FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s",
+                 [run_id]) == [("local", "orphan-sandbox", claimed.attempt, "pending")]
+    assert one("SELECT status FROM runs WHERE run_id = %s", [run_id]) == "queued"
+
+
+def test_listing_the_claims_sandboxes_fails__retried_next_tick_and_permanent_errors_do_not_block(provider):
+    run_id = factories.launch()
+    claimed = factories.claim(run_id)
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=claimed_lease_seconds() + 1)
+    provider.started[(run_id, claimed.attempt)] = ProviderError("provider unreachable")
+    assert liveness.run_once(now=later).counts["dispatch_lost"] == 0
+    assert one("SELECT status FROM runs WHERE run_id = %s", [run_id]) == "running"
+    provider.started[(run_id, claimed.attempt)] = ProviderError("no credential", permanent=True)
+    assert liveness.run_once(now=later).counts["dispatch_lost"] == 1
+    assert one("SELECT status FROM runs WHERE run_id = %s", [run_id]) == "queued"
+
+
+def test_a_claim_that_parked_after_the_listing__no_verdict_and_no_obligation_for_its_live_sandbox():
+    parked = factories.parked_run()
+    query("UPDATE attempts SET lease_expires_at = now() - interval '1 hour' WHERE run_id = %s", [parked.run_id])
+    recorded = db.execute("attempts_record_dispatch_lost", {
+        "run_id": parked.run_id, "attempt": parked.attempt, "lease_token": parked.lease_token, "now": None,
+        "result": json.dumps(factories.failed_result("dispatch_lost")), "provider": "local", "routing_domain": None,
+        "sandbox_ids": [parked.sandbox_id],
+    })
+    assert recorded == 0
+    assert one("SELECT count(*) FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [parked.run_id]) == 0
 
 
 def claimed_lease_seconds():
