@@ -67,9 +67,10 @@ def dispatch_claim(claim: lifecycle.Claim, result: DispatchResult) -> None:
         # A retryable loss: the run goes back to the queue while attempts remain.
         terminal.settle_attempt(claim.run_id, claim.attempt, claim.lease_token,
                                 {"status": "failed", "error": {"code": "dispatch_lost", "message": str(error)[:500]}})
+        _keep_what_a_failed_start_left(claim, request, provider_name)
         return
     now_ms = int(time.time() * 1000)
-    resource = {**ref.as_json(), "billingStartedAt": now_ms, "cpu": request.cpu, "memoryMb": request.memory_mb}
+    resource = _resource(ref, request, now_ms)
     parked = lifecycle.park(claim.run_id, claim.attempt, claim.lease_token, ref.as_json(),
                             heartbeat_timeout_ms=timeout_ms, started_at_ms=now_ms, resource=resource)
     if parked:
@@ -78,12 +79,36 @@ def dispatch_claim(claim: lifecycle.Claim, result: DispatchResult) -> None:
                     provider_name, ref.sandbox_id)
         return
     result.counts["unparked"] += 1
+    _keep_for_cleanup(claim, ref, resource)
+    logger.info("dispatch run=%s attempt=%s sandbox=%s could not park; cleanup obligation written",
+                claim.run_id, claim.attempt, ref.sandbox_id)
+
+
+def _resource(ref, request: StartRequest, now_ms: int) -> dict:
+    return {**ref.as_json(), "billingStartedAt": now_ms, "cpu": request.cpu, "memoryMb": request.memory_mb}
+
+
+def _keep_for_cleanup(claim: lifecycle.Claim, ref, resource: dict) -> None:
+    """A sandbox its attempt will never use: keep its billing resource and give it a cleanup obligation."""
     db.run("runs_record_unparked_sandbox", {
         "run_id": claim.run_id, "attempt": claim.attempt, "provider": ref.provider, "sandbox_id": ref.sandbox_id,
         "routing_domain": ref.routing_domain, "resource": json.dumps(resource),
     })
-    logger.info("dispatch run=%s attempt=%s sandbox=%s could not park; cleanup obligation written",
-                claim.run_id, claim.attempt, ref.sandbox_id)
+
+
+def _keep_what_a_failed_start_left(claim: lifecycle.Claim, request: StartRequest, provider_name: str) -> None:
+    """A start can fail half-way (a Daytona sandbox created, its runner not started): find what it left by its tags."""
+    try:
+        left = get_provider(provider_name).find_started(claim.run_id, claim.attempt, request.routing_domain)
+    except ProviderError as error:
+        logger.warning("dispatch run=%s attempt=%s provider=%s could not list what the failed start left: %s",
+                       claim.run_id, claim.attempt, provider_name, error)
+        return
+    now_ms = int(time.time() * 1000)
+    for ref in left:
+        _keep_for_cleanup(claim, ref, _resource(ref, request, now_ms))
+        logger.info("dispatch run=%s attempt=%s sandbox=%s left by a failed start; cleanup obligation written",
+                    claim.run_id, claim.attempt, ref.sandbox_id)
 
 
 def run_once(limit: int = 10) -> DispatchResult:

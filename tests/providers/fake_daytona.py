@@ -19,7 +19,7 @@ class FakeDaytona:
     def __init__(self, keys: dict[str, str]):
         self.keys = keys  # api key -> organization
         self.sandboxes: dict[str, dict] = {}
-        self.scripted: list[tuple[str, int, object, dict]] = []
+        self.scripted: list[tuple[str, int, object, dict, str]] = []
         self.requests: list[tuple[str, str]] = []
         self.busy: set[str] = set()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -41,8 +41,8 @@ class FakeDaytona:
         self.sandboxes[sandbox_id] = {"id": sandbox_id, "organizationId": organization, "state": state,
                                       "desiredState": state}
 
-    def script(self, method: str, status: int, body=None, headers=None):
-        self.scripted.append((method, status, body, headers or {}))
+    def script(self, method: str, status: int, body=None, headers=None, path_contains: str = ""):
+        self.scripted.append((method, status, body, headers or {}, path_contains))
 
     def _handler(self):
         fake = self
@@ -64,8 +64,8 @@ class FakeDaytona:
                 fake.requests.append((method, self.path))
                 length = int(self.headers.get("Content-Length") or 0)
                 payload = json.loads(self.rfile.read(length) or b"null") if length else None
-                for index, (scripted_method, status, body, headers) in enumerate(fake.scripted):
-                    if scripted_method == method:
+                for index, (scripted_method, status, body, headers, path_part) in enumerate(fake.scripted):
+                    if scripted_method == method and path_part in self.path:
                         del fake.scripted[index]
                         return self._send(status, body, headers)
                 token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")

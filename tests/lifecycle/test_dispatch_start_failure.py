@@ -1,0 +1,41 @@
+"""A start that fails half-way still leaves its sandbox to cleanup (Daytona: created, runner not started)."""
+
+import pytest
+
+from scheduler import dispatch
+from scheduler.providers.registry import get_provider
+from tests import factories
+from tests.factories import loads, one, query
+from tests.providers.fake_daytona import FakeDaytona
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def daytona(settings):
+    with FakeDaytona({"key-a": "org-1"}) as fake:
+        settings.SCHEDULER_DAYTONA_API_URL = fake.url
+        settings.SCHEDULER_DAYTONA_API_KEYS = {"org-1": "key-a"}
+        get_provider.cache_clear()
+        yield fake
+    get_provider.cache_clear()
+
+
+def test_runner_start_fails_after_create__dispatch_lost_and_the_created_sandbox_gets_its_obligation(daytona):
+    run_id = factories.launch(org_id="org-1", launch={"sandboxProvider": "daytona"})
+    daytona.script("POST", 500, {"message": "toolbox down"}, path_contains="/toolbox/")
+    result = dispatch.run_once(1)
+    assert result.counts["start_failed"] == 1
+    assert one("SELECT status FROM runs WHERE run_id = %s", [run_id]) == "queued"
+    assert query("SELECT provider, sandbox_id, routing_domain, status FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s",
+                 [run_id]) == [("daytona", "dt-1", "org-1", "pending")]
+    resources = loads(one("SELECT runtime_resources_json FROM runs WHERE run_id = %s", [run_id]))
+    assert [resource["sandboxId"] for resource in resources] == ["dt-1"]
+
+
+def test_create_itself_fails__dispatch_lost_and_nothing_to_clean(daytona):
+    run_id = factories.launch(org_id="org-1", launch={"sandboxProvider": "daytona"})
+    daytona.script("POST", 503, {"message": "busy"}, path_contains="/sandbox")
+    assert dispatch.run_once(1).counts["start_failed"] == 1
+    assert one("SELECT status FROM runs WHERE run_id = %s", [run_id]) == "queued"
+    assert one("SELECT count(*) FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [run_id]) == 0
