@@ -107,6 +107,7 @@ class Settlement:
     progress_events: list | None = None
     log_payload: Any = None
     expected_heartbeat_identity: Any = _ORDINARY
+    from_runner: bool = False  # the runner's own terminal request (not the sweep's or the dispatcher's)
 
     def envelope(self) -> str | None:
         if self.result is None:
@@ -144,6 +145,7 @@ def settle_attempts(settlements: list[Settlement]) -> list[dict]:
                 None if item.expected_heartbeat_identity is _ORDINARY else item.expected_heartbeat_identity
                 for item in settlements
             ],
+            "from_runner": [item.from_runner for item in settlements],
             "retryable_codes": RETRYABLE_CODES,
         },
     )
@@ -178,7 +180,7 @@ def ingest_runner_terminal(
     `settle` runs the settlement (default: its own statement on this thread's
     connection; the web process passes the group settler).
     """
-    item = Settlement(run_id, attempt, lease_token, result, progress_events, log_payload)
+    item = Settlement(run_id, attempt, lease_token, result, progress_events, log_payload, from_runner=True)
     outcome = settle(item) if settle else settle_attempts([item])[0]
     if not outcome["attempt_exists"]:
         raise NotFound(f"attempt {attempt} of run {run_id} not found")

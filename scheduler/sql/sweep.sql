@@ -199,3 +199,31 @@ WITH claimed_run AS MATERIALIZED (
     ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
 )
 SELECT recorded.run_id FROM recorded;
+
+-- name: control_list_unreconciled_sandboxes
+-- Attempts whose runner reported from a sandbox the attempt never parked, with what placing its sandbox needs (CLN-1).
+-- plan: custom
+SELECT hint.key, run.run_id, (hint.value_json ->> 'attempt')::integer AS attempt, run.org_id, run.launch_json
+FROM __schema__.control AS hint
+JOIN __schema__.runs AS run ON run.run_id = hint.value_json ->> 'runId'
+WHERE hint.key LIKE 'sandbox_unreconciled:%%'
+ORDER BY hint.created_at
+LIMIT %(limit)s::integer;
+
+-- name: control_reconcile_unparked_sandboxes
+-- Give the sandboxes found for such an attempt their cleanup obligations and drop the hint, in one statement (CLN-1).
+WITH hint AS (
+    DELETE FROM __schema__.control AS hint
+    WHERE hint.key = %(key)s::text
+    RETURNING hint.value_json ->> 'runId' AS run_id, (hint.value_json ->> 'attempt')::integer AS attempt
+), obligations AS (
+    INSERT INTO __schema__.sandbox_cleanup_jobs_v2 (provider, sandbox_id, run_id, attempt, environment, routing_domain)
+    SELECT %(provider)s::text, started.sandbox_id, hint.run_id, hint.attempt,
+           coalesce(nullif(run.launch_json ->> 'environment', ''), 'production'), %(routing_domain)s::text
+    FROM hint
+    JOIN __schema__.runs AS run ON run.run_id = hint.run_id
+    CROSS JOIN unnest(%(sandbox_ids)s::text[]) AS started(sandbox_id)
+    ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
+    RETURNING sandbox_id
+)
+SELECT (SELECT count(*) FROM hint) AS dropped, (SELECT count(*) FROM obligations) AS obligations;

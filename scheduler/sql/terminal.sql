@@ -39,8 +39,10 @@ SELECT EXISTS (SELECT 1 FROM target_attempt) AS attempt_exists,
 WITH item AS MATERIALIZED (
     SELECT *
     FROM unnest(%(run_ids)s::text[], %(attempts)s::integer[], %(lease_tokens)s::text[], %(results)s::jsonb[],
-                %(log_payloads)s::jsonb[], %(synthetic)s::boolean[], %(expected_heartbeat_ats)s::timestamptz[])
-         WITH ORDINALITY AS item(run_id, attempt, lease_token, result, log_payload, synthetic, expected_heartbeat_at, position)
+                %(log_payloads)s::jsonb[], %(synthetic)s::boolean[], %(expected_heartbeat_ats)s::timestamptz[],
+                %(from_runner)s::boolean[])
+         WITH ORDINALITY AS item(run_id, attempt, lease_token, result, log_payload, synthetic, expected_heartbeat_at,
+                                 from_runner, position)
 ), locked_run AS MATERIALIZED (
     -- Run locks before attempt locks, as every writer of both takes them; in run_id order so batches never deadlock.
     SELECT run.run_id, run.status, run.max_attempts, run.launch_json, run.suspension_json,
@@ -53,7 +55,7 @@ WITH item AS MATERIALIZED (
     SELECT attempt.run_id, attempt.attempt, attempt.runner_result_json AS prior_result,
            attempt.runner_log_payload_json AS prior_log_payload, item.log_payload,
            locked_run.launch_json, locked_run.suspension_json, locked_run.max_attempts, locked_run.keeps_log_payload,
-           flags.lease_matches, flags.records_now, flags.current,
+           flags.lease_matches, flags.records_now, flags.current, item.from_runner,
            CASE WHEN flags.records_now AND flags.lease_matches THEN item.result
                 ELSE attempt.runner_result_json END AS result
     FROM item
@@ -78,6 +80,7 @@ WITH item AS MATERIALIZED (
     FOR NO KEY UPDATE OF attempt
 ), verdict AS MATERIALIZED (
     SELECT target.run_id, target.attempt, target.result, target.suspension_json, target.launch_json,
+           target.records_now AND target.from_runner AS runner_reported,
            CASE
                WHEN target.result ->> 'status' = 'completed' THEN 'completed'
                WHEN EXISTS (
@@ -151,6 +154,17 @@ WITH item AS MATERIALIZED (
       AND verdict.suspension_json -> 'runnerAttempt' = to_jsonb(verdict.attempt)
       AND nullif(verdict.suspension_json -> 'runtimeSandboxRef' ->> 'sandboxId', '') IS NOT NULL
     ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
+), unparked_runner AS (
+    -- A runner reported from a sandbox its attempt never parked (the dispatcher died between start and park):
+    -- the sweep finds that sandbox by its run/attempt tags and gives it its cleanup obligation (CLN-1).
+    INSERT INTO __schema__.control (key, value_json)
+    SELECT 'sandbox_unreconciled:' || verdict.run_id || ':' || verdict.attempt,
+           jsonb_build_object('runId', verdict.run_id, 'attempt', verdict.attempt)
+    FROM verdict
+    WHERE verdict.runner_reported
+      AND NOT coalesce(verdict.suspension_json ->> 'kind' = 'detached_runner'
+                       AND verdict.suspension_json -> 'runnerAttempt' = to_jsonb(verdict.attempt), false)
+    ON CONFLICT (key) DO NOTHING
 ), facts AS (
     -- The progress facts in their order, then the terminal fact (or run.attempt_failed on a retry), in one insert.
     INSERT INTO __schema__.outbox (event_id, run_id, event_type, payload_json, lane, created_at)

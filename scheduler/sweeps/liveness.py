@@ -8,7 +8,8 @@
    then settlement. A false verdict means something moved and that wins.
 4. Recoveries no runner can report: expired claims (RUN-9, dispatch_lost;
    a sandbox the dead dispatcher started gets its cleanup obligation in the
-   same statement), unacknowledged cancels (RUN-10, after asking the provider to stop the
+   same statement, as does one whose runner reported without its attempt ever
+   parking), unacknowledged cancels (RUN-10, after asking the provider to stop the
    sandbox), passed hard ceilings (SWP-7, without asking the provider).
 """
 
@@ -30,7 +31,7 @@ PROVIDERS = ("daytona", "modal", "local")
 class SweepResult:
     counts: dict = field(default_factory=lambda: {
         "inspected": 0, "alive": 0, "unknown": 0, "verdicts": 0, "fenced": 0, "settled": 0,
-        "dispatch_lost": 0, "cancels_settled": 0, "deadlines_settled": 0,
+        "dispatch_lost": 0, "cancels_settled": 0, "deadlines_settled": 0, "unparked_reconciled": 0,
     })
     cursors: dict = field(default_factory=dict)
     inspected_by_provider: dict = field(default_factory=dict)
@@ -118,7 +119,23 @@ def _sandboxes_left_by_start(row: dict, provider_name: str, routing_domain: str 
         return [] if error.permanent else None
 
 
+def reconcile_unparked_sandboxes(limit: int, result: SweepResult) -> None:
+    """Runners that reported from a sandbox their attempt never parked: find it by its tags, oblige its cleanup."""
+    for row in db.fetch_all("control_list_unreconciled_sandboxes", {"limit": limit}):
+        provider_name, routing_domain = sandbox_placement(row["launch_json"] or {}, row["org_id"])
+        started = _sandboxes_left_by_start(row, provider_name, routing_domain)
+        if started is None:
+            result.counts["unknown"] += 1
+            continue
+        db.fetch_one("control_reconcile_unparked_sandboxes", {
+            "key": row["key"], "provider": provider_name, "routing_domain": routing_domain,
+            "sandbox_ids": [ref.sandbox_id for ref in started],
+        })
+        result.counts["unparked_reconciled"] += 1
+
+
 def recover(limit: int, default_timeout_ms: int, result: SweepResult, now=None) -> None:
+    reconcile_unparked_sandboxes(limit, result)
     for row in db.fetch_all("attempts_list_expired_claims", {"limit": limit, "now": now}):
         provider_name, routing_domain = sandbox_placement(row["launch_json"] or {}, row["org_id"])
         started = _sandboxes_left_by_start(row, provider_name, routing_domain)

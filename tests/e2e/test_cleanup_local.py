@@ -93,3 +93,25 @@ def test_dispatcher_killed_between_start_and_park__the_sweep_finds_its_sandbox_a
     assert get_provider("local").read_back(SandboxRef("local", sandbox_id)) is ReadBack.STILL_PRESENT
     assert cleanup_sweep.run_once(["local"], "cleaner").counts["confirmed"] == 1
     assert get_provider("local").read_back(SandboxRef("local", sandbox_id)) is ReadBack.DELETED
+
+
+def test_dispatcher_killed_before_park_but_the_runner_finishes__its_sandbox_still_cleaned(local_sandboxes, monkeypatch):
+    from scheduler.providers import ReadBack, SandboxRef
+    from scheduler.sweeps import liveness
+
+    # The play leaves a process behind, so the sandbox outlives the runner's report.
+    run_id = factories.launch(launch={"play": {"command": ["sh", "-c", "sleep 300 & exit 0"]}, "sandboxProvider": "local"})
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt("dispatcher killed before park")
+
+    monkeypatch.setattr(dispatch.lifecycle, "park", killed)
+    with pytest.raises(KeyboardInterrupt):
+        dispatch.run_once(1)
+    monkeypatch.undo()
+    wait_for(lambda: lifecycle.run_status(run_id)["status"] == "completed", "the runner reporting")
+    assert liveness.run_once().counts["unparked_reconciled"] == 1
+    (sandbox_id,) = [row[0] for row in query("SELECT sandbox_id FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [run_id])]
+    assert get_provider("local").read_back(SandboxRef("local", sandbox_id)) is ReadBack.STILL_PRESENT
+    assert cleanup_sweep.run_once(["local"], "cleaner").counts["confirmed"] == 1
+    assert get_provider("local").read_back(SandboxRef("local", sandbox_id)) is ReadBack.DELETED

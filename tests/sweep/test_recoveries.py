@@ -158,3 +158,35 @@ def test_passed_wait_deadline__wait_deadline_exceeded_without_asking_the_provide
     assert factories.loads(one("SELECT terminal_result_json FROM runs WHERE run_id = %s",
                                [parked.run_id]))["error"]["code"] == "wait_deadline_exceeded"
     assert one("SELECT count(*) FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [parked.run_id]) == 1
+
+
+def test_runner_reports_from_a_never_parked_attempt__its_sandbox_found_and_obliged(provider):
+    run_id = factories.launch()
+    claimed = factories.claim(run_id)  # the dispatcher died after starting the sandbox, before park
+    terminal.ingest_runner_terminal(run_id, claimed.attempt, claimed.lease_token, factories.completed_result())
+    assert one("SELECT status FROM runs WHERE run_id = %s", [run_id]) == "completed"
+    assert one("SELECT count(*) FROM control WHERE key = %s", [f"sandbox_unreconciled:{run_id}:{claimed.attempt}"]) == 1
+    provider.started[(run_id, claimed.attempt)] = ["orphan-of-a-finished-runner"]
+    assert liveness.run_once().counts["unparked_reconciled"] == 1
+    assert query("SELECT sandbox_id, status FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [run_id]) == [
+        ("orphan-of-a-finished-runner", "pending")]
+    assert one("SELECT count(*) FROM control WHERE key LIKE 'sandbox_unreconciled:%%'") == 0
+
+
+def test_runner_reports_from_a_parked_attempt__no_reconciliation_needed(provider):
+    parked = factories.parked_run()
+    terminal.ingest_runner_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
+    assert one("SELECT count(*) FROM control WHERE key LIKE 'sandbox_unreconciled:%%'") == 0
+    assert liveness.run_once().counts["unparked_reconciled"] == 0
+
+
+def test_unreconciled_sandbox__provider_unreachable__kept_for_the_next_tick(provider):
+    run_id = factories.launch()
+    claimed = factories.claim(run_id)
+    terminal.ingest_runner_terminal(run_id, claimed.attempt, claimed.lease_token, factories.completed_result())
+    provider.started[(run_id, claimed.attempt)] = ProviderError("provider unreachable")
+    assert liveness.run_once().counts["unparked_reconciled"] == 0
+    assert one("SELECT count(*) FROM control WHERE key LIKE 'sandbox_unreconciled:%%'") == 1
+    provider.started[(run_id, claimed.attempt)] = []
+    assert liveness.run_once().counts["unparked_reconciled"] == 1
+    assert one("SELECT count(*) FROM control WHERE key LIKE 'sandbox_unreconciled:%%'") == 0
