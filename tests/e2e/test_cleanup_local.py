@@ -70,48 +70,47 @@ def test_cleanup_worker_killed_mid_delete__a_later_pass_finishes__billed_once(lo
     assert one("SELECT count(*) FROM billing_items WHERE run_id = %s", [run_id]) == 1
 
 
+def launched_then_dispatcher_killed_before_park(monkeypatch, command: str) -> str:
+    """A run whose dispatcher started its local sandbox and died before parking it."""
+    run_id = factories.launch(launch={"play": {"command": ["sh", "-c", command]}, "sandboxProvider": "local"})
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt("dispatcher killed before park")
+
+    monkeypatch.setattr(dispatch.lifecycle, "park", killed)
+    with pytest.raises(KeyboardInterrupt):
+        dispatch.run_once(1)
+    monkeypatch.undo()
+    return run_id
+
+
+def the_obliged_sandbox_is_deleted_by_cleanup(run_id: str) -> None:
+    from scheduler.providers import ReadBack, SandboxRef
+
+    (sandbox_id,) = [row[0] for row in query("SELECT sandbox_id FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [run_id])]
+    assert get_provider("local").read_back(SandboxRef("local", sandbox_id)) is ReadBack.STILL_PRESENT
+    assert cleanup_sweep.run_once(["local"], "cleaner").counts["confirmed"] == 1
+    assert get_provider("local").read_back(SandboxRef("local", sandbox_id)) is ReadBack.DELETED
+
+
 def test_dispatcher_killed_between_start_and_park__the_sweep_finds_its_sandbox_and_cleanup_deletes_it(
         local_sandboxes, monkeypatch):
     import datetime as dt
 
     from scheduler.conf import scheduler_settings
-    from scheduler.providers import ReadBack, SandboxRef
     from scheduler.sweeps import liveness
 
-    run_id = factories.launch(launch={"play": {"command": ["sh", "-c", "sleep 300"]}, "sandboxProvider": "local"})
-
-    def killed(*args, **kwargs):
-        raise KeyboardInterrupt("dispatcher killed before park")
-
-    monkeypatch.setattr(dispatch.lifecycle, "park", killed)
-    with pytest.raises(KeyboardInterrupt):
-        dispatch.run_once(1)
-    monkeypatch.undo()
+    run_id = launched_then_dispatcher_killed_before_park(monkeypatch, "sleep 300")
     later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=scheduler_settings.CLAIM_LEASE_SECONDS + 1)
     assert liveness.run_once(now=later).counts["dispatch_lost"] == 1
-    (sandbox_id,) = [row[0] for row in query("SELECT sandbox_id FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [run_id])]
-    assert get_provider("local").read_back(SandboxRef("local", sandbox_id)) is ReadBack.STILL_PRESENT
-    assert cleanup_sweep.run_once(["local"], "cleaner").counts["confirmed"] == 1
-    assert get_provider("local").read_back(SandboxRef("local", sandbox_id)) is ReadBack.DELETED
+    the_obliged_sandbox_is_deleted_by_cleanup(run_id)
 
 
 def test_dispatcher_killed_before_park_but_the_runner_finishes__its_sandbox_still_cleaned(local_sandboxes, monkeypatch):
-    from scheduler.providers import ReadBack, SandboxRef
     from scheduler.sweeps import liveness
 
     # The play leaves a process behind, so the sandbox outlives the runner's report.
-    run_id = factories.launch(launch={"play": {"command": ["sh", "-c", "sleep 300 & exit 0"]}, "sandboxProvider": "local"})
-
-    def killed(*args, **kwargs):
-        raise KeyboardInterrupt("dispatcher killed before park")
-
-    monkeypatch.setattr(dispatch.lifecycle, "park", killed)
-    with pytest.raises(KeyboardInterrupt):
-        dispatch.run_once(1)
-    monkeypatch.undo()
+    run_id = launched_then_dispatcher_killed_before_park(monkeypatch, "sleep 300 & exit 0")
     wait_for(lambda: lifecycle.run_status(run_id)["status"] == "completed", "the runner reporting")
     assert liveness.run_once().counts["unparked_reconciled"] == 1
-    (sandbox_id,) = [row[0] for row in query("SELECT sandbox_id FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [run_id])]
-    assert get_provider("local").read_back(SandboxRef("local", sandbox_id)) is ReadBack.STILL_PRESENT
-    assert cleanup_sweep.run_once(["local"], "cleaner").counts["confirmed"] == 1
-    assert get_provider("local").read_back(SandboxRef("local", sandbox_id)) is ReadBack.DELETED
+    the_obliged_sandbox_is_deleted_by_cleanup(run_id)
