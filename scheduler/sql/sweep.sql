@@ -155,7 +155,7 @@ LIMIT %(limit)s::integer;
 -- name: attempts_list_expired_claims
 -- Claims whose lease expired before the dispatcher parked them (RUN-9).
 -- plan: custom
-SELECT attempt.run_id, attempt.attempt, attempt.lease_token, run.org_id, run.launch_json
+SELECT attempt.run_id, attempt.attempt, attempt.lease_token
 FROM __schema__.attempts AS attempt
 JOIN __schema__.runs AS run ON run.run_id = attempt.run_id
 WHERE attempt.status IN ('claimed', 'running')
@@ -166,9 +166,9 @@ ORDER BY attempt.lease_expires_at
 LIMIT %(limit)s::integer;
 
 -- name: attempts_record_dispatch_lost
--- Record dispatch_lost on a claim that never parked, fenced: run running, claim still unparked and expired, same lease, no result, no newer attempt (RUN-9); the sandboxes its start left behind get their cleanup obligations in the same statement (CLN-1).
+-- Record dispatch_lost on a claim that never parked, fenced: run running, claim still unparked and expired, same lease, no result, no newer attempt (RUN-9); leave the key by which the sweep finds a sandbox the dead dispatcher may have started (CLN-1).
 WITH claimed_run AS MATERIALIZED (
-    SELECT run.run_id, run.launch_json
+    SELECT run.run_id
     FROM __schema__.runs AS run
     WHERE run.run_id = %(run_id)s::text AND run.status = 'running'
     FOR NO KEY UPDATE
@@ -189,19 +189,18 @@ WITH claimed_run AS MATERIALIZED (
           WHERE newer.run_id = target.run_id AND newer.attempt > target.attempt
             AND newer.status IN ('claimed', 'running', 'waiting', 'completed', 'failed')
       )
-    RETURNING target.run_id, target.attempt, claimed_run.launch_json
-), obligations AS (
-    INSERT INTO __schema__.sandbox_cleanup_jobs_v2 (provider, sandbox_id, run_id, attempt, environment, routing_domain)
-    SELECT %(provider)s::text, started.sandbox_id, recorded.run_id, recorded.attempt,
-           coalesce(nullif(recorded.launch_json ->> 'environment', ''), 'production'), %(routing_domain)s::text
+    RETURNING target.run_id, target.attempt
+), unparked_hint AS (
+    INSERT INTO __schema__.control (key, value_json)
+    SELECT 'sandbox_unreconciled:' || recorded.run_id || ':' || recorded.attempt,
+           jsonb_build_object('runId', recorded.run_id, 'attempt', recorded.attempt)
     FROM recorded
-    CROSS JOIN unnest(%(sandbox_ids)s::text[]) AS started(sandbox_id)
-    ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
+    ON CONFLICT (key) DO NOTHING
 )
 SELECT recorded.run_id FROM recorded;
 
 -- name: control_list_unreconciled_sandboxes
--- Attempts whose runner reported from a sandbox the attempt never parked, with what placing its sandbox needs (CLN-1).
+-- Attempts that never parked but may have left a sandbox (their runner reported, or their claim was recovered), with what placing that sandbox needs (CLN-1).
 -- plan: custom
 SELECT hint.key, run.run_id, (hint.value_json ->> 'attempt')::integer AS attempt, run.org_id, run.launch_json
 FROM __schema__.control AS hint

@@ -7,9 +7,9 @@
    one is left alone; a gone one gets the fenced runner_lost verdict (SWP-4),
    then settlement. A false verdict means something moved and that wins.
 4. Recoveries no runner can report: expired claims (RUN-9, dispatch_lost;
-   a sandbox the dead dispatcher started gets its cleanup obligation in the
-   same statement, as does one whose runner reported without its attempt ever
-   parking), unacknowledged cancels (RUN-10, after asking the provider to stop the
+   the verdict, like the settlement of a runner that reported without its
+   attempt ever parking, leaves a key by which the sweep finds that sandbox
+   and gives it its cleanup obligation), unacknowledged cancels (RUN-10, after asking the provider to stop the
    sandbox), passed hard ceilings (SWP-7, without asking the provider).
 """
 
@@ -106,7 +106,7 @@ def inspect_and_judge(row: dict, result: SweepResult, now=None) -> None:
 
 
 def _sandboxes_left_by_start(row: dict, provider_name: str, routing_domain: str | None) -> list[SandboxRef] | None:
-    """What a dispatcher that died between start and park left running; None: ask again next tick.
+    """What a start left for an attempt that never parked; None: ask again next tick.
 
     A permanent error (no credential, wrong base URL) will not heal by
     waiting, so the claim is recovered without them; the error is logged.
@@ -135,22 +135,16 @@ def reconcile_unparked_sandboxes(limit: int, result: SweepResult) -> None:
 
 
 def recover(limit: int, default_timeout_ms: int, result: SweepResult, now=None) -> None:
-    reconcile_unparked_sandboxes(limit, result)
     for row in db.fetch_all("attempts_list_expired_claims", {"limit": limit, "now": now}):
-        provider_name, routing_domain = sandbox_placement(row["launch_json"] or {}, row["org_id"])
-        started = _sandboxes_left_by_start(row, provider_name, routing_domain)
-        if started is None:
-            result.counts["unknown"] += 1
-            continue
         recorded = db.execute("attempts_record_dispatch_lost", {
             "run_id": row["run_id"], "attempt": row["attempt"], "lease_token": row["lease_token"], "now": now,
             "result": json.dumps(_failed("dispatch_lost", "the claim expired before its runner was parked")),
-            "provider": provider_name, "routing_domain": routing_domain,
-            "sandbox_ids": [ref.sandbox_id for ref in started],
         })
         if recorded:
             terminal.settle_attempt(row["run_id"], row["attempt"], row["lease_token"])
             result.counts["dispatch_lost"] += 1
+    # After the verdicts above, so a claim recovered in this tick has its sandbox found in it too.
+    reconcile_unparked_sandboxes(limit, result)
     cancels = db.fetch_all("runs_list_unacknowledged_cancels",
                            {"limit": limit, "default_timeout_ms": default_timeout_ms, "now": now})
     for row in cancels:

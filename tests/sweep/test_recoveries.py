@@ -99,16 +99,17 @@ def test_dispatcher_died_between_start_and_park__its_sandbox_gets_a_cleanup_obli
     assert one("SELECT status FROM runs WHERE run_id = %s", [run_id]) == "queued"
 
 
-def test_listing_the_claims_sandboxes_fails__retried_next_tick_and_permanent_errors_do_not_block(provider):
+def test_listing_the_claims_sandboxes_fails__the_verdict_is_not_held_back_and_the_search_retried(provider):
     run_id = factories.launch()
     claimed = factories.claim(run_id)
     later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=claimed_lease_seconds() + 1)
     provider.started[(run_id, claimed.attempt)] = ProviderError("provider unreachable")
-    assert liveness.run_once(now=later).counts["dispatch_lost"] == 0
-    assert one("SELECT status FROM runs WHERE run_id = %s", [run_id]) == "running"
-    provider.started[(run_id, claimed.attempt)] = ProviderError("no credential", permanent=True)
     assert liveness.run_once(now=later).counts["dispatch_lost"] == 1
     assert one("SELECT status FROM runs WHERE run_id = %s", [run_id]) == "queued"
+    assert one("SELECT count(*) FROM control WHERE key LIKE 'sandbox_unreconciled:%%'") == 1
+    provider.started[(run_id, claimed.attempt)] = ProviderError("no credential", permanent=True)
+    assert liveness.run_once(now=later).counts["unparked_reconciled"] == 1
+    assert one("SELECT count(*) FROM control WHERE key LIKE 'sandbox_unreconciled:%%'") == 0
 
 
 def test_a_claim_that_parked_after_the_listing__no_verdict_and_no_obligation_for_its_live_sandbox():
@@ -116,10 +117,10 @@ def test_a_claim_that_parked_after_the_listing__no_verdict_and_no_obligation_for
     query("UPDATE attempts SET lease_expires_at = now() - interval '1 hour' WHERE run_id = %s", [parked.run_id])
     recorded = db.execute("attempts_record_dispatch_lost", {
         "run_id": parked.run_id, "attempt": parked.attempt, "lease_token": parked.lease_token, "now": None,
-        "result": json.dumps(factories.failed_result("dispatch_lost")), "provider": "local", "routing_domain": None,
-        "sandbox_ids": [parked.sandbox_id],
+        "result": json.dumps(factories.failed_result("dispatch_lost")),
     })
     assert recorded == 0
+    assert one("SELECT count(*) FROM control WHERE key LIKE 'sandbox_unreconciled:%%'") == 0
     assert one("SELECT count(*) FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [parked.run_id]) == 0
 
 
