@@ -16,13 +16,13 @@ INDEX = "runtime_scheduler_sandbox_cleanup_legacy_pending_idx"
 
 
 def time_poll(repeats: int = 200) -> float:
-    from scheduler import cleanup
+    from scheduler.cleanup import obligations
 
-    cleanup.claim(list(cleanup.PROVIDERS), "bench")
+    obligations.claim(list(obligations.PROVIDERS), "bench")
     samples = []
     for _ in range(repeats):
         started = time.perf_counter()
-        jobs, adopted = cleanup.claim(list(cleanup.PROVIDERS), "bench")
+        jobs, adopted = obligations.claim(list(obligations.PROVIDERS), "bench")
         samples.append((time.perf_counter() - started) * 1000)
         assert not jobs and adopted is None
     return statistics.median(samples)

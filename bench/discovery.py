@@ -64,7 +64,7 @@ def grow_history(start: int, stop: int) -> None:
 
 
 def time_discovery(repeats: int = 15) -> float:
-    from scheduler.sweeps import liveness
+    from scheduler.runs import liveness
 
     liveness.discover(100, 60_000)  # warm the plan and the cache
     samples = []

@@ -103,7 +103,7 @@ SETTLE_BATCH = 32
 
 def bench_settlement(count: int, batch: int) -> float:
     """4 settlers, each settling its share `batch` attempts per statement (1: one statement per attempt)."""
-    from scheduler import terminal
+    from scheduler.runs import settlement
 
     parked = seed_parked(count, f"settle-{batch}-")
     settlers = 4
@@ -111,9 +111,9 @@ def bench_settlement(count: int, batch: int) -> float:
     def settle_slice(index):
         mine = parked[index::settlers]
         for start in range(0, len(mine), batch):
-            answers = terminal.settle_attempts(
-                [terminal.Settlement(run_id, 1, lease, RESULT) for run_id, lease in mine[start:start + batch]])
-            assert all(answer["run_status"] == "completed" for answer in answers), answers
+            answers = settlement.settle_attempts(
+                [settlement.Settlement(run_id, 1, lease, RESULT) for run_id, lease in mine[start:start + batch]])
+            assert all(answer.run_status == "completed" for answer in answers), answers
 
     return count / run_workers(settlers, settle_slice)
 
@@ -121,7 +121,7 @@ def bench_settlement(count: int, batch: int) -> float:
 def bench_full_cycle(count: int) -> float:
     """8 workers claim one run per claim and wait until its terminal committed; the process's
     group settler (as the web process uses) shares settle statements between them."""
-    from scheduler import lifecycle, settler, terminal
+    from scheduler.runs import lifecycle, settlement, settler
 
     seed_queued(count, "cycle-")
     done = [0] * 8
@@ -129,12 +129,12 @@ def bench_full_cycle(count: int) -> float:
 
     def cycle(index):
         while True:
-            claims = lifecycle.claim_runs(1)
+            claims = lifecycle.claim_queued_runs(1)
             if not claims:
                 return
             claim = claims[0]
-            settled = group.settle(terminal.Settlement(claim.run_id, claim.attempt, claim.lease_token, RESULT))
-            if settled["run_status"] == "completed":
+            settled = group.settle(settlement.Settlement(claim.run_id, claim.attempt, claim.lease_token, RESULT))
+            if settled.run_status == "completed":
                 done[index] += 1
 
     try:
@@ -152,7 +152,7 @@ def free_port() -> int:
 
 
 def bench_http_terminal(bench_url: str, count: int) -> tuple[float, float, float]:
-    from scheduler.api.auth import mint_runner_token
+    from scheduler.runs.tokens import mint_runner_token
 
     parked = seed_parked(count, "http-")
     port = free_port()

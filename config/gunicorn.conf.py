@@ -1,11 +1,15 @@
-"""gunicorn settings for the internal API; every value can be overridden by env."""
+"""gunicorn settings for the internal API; SCHEDULER_BIND, _WEB_WORKERS, _WEB_THREADS and _WEB_TIMEOUT override them."""
 import os
 
-bind = os.environ.get("SCHEDULER_BIND", "127.0.0.1:8000")
-workers = int(os.environ.get("SCHEDULER_WEB_WORKERS", "2"))
-threads = int(os.environ.get("SCHEDULER_WEB_THREADS", "4"))
+from scheduler.conf import SchedulerSettings
+
+_scheduler = SchedulerSettings.environment(os.environ)
+
+bind = _scheduler["SCHEDULER_BIND"]
+workers = _scheduler["SCHEDULER_WEB_WORKERS"]
+threads = _scheduler["SCHEDULER_WEB_THREADS"]
 worker_class = "gthread"
-timeout = int(os.environ.get("SCHEDULER_WEB_TIMEOUT", "30"))
+timeout = _scheduler["SCHEDULER_WEB_TIMEOUT"]
 graceful_timeout = 10
 accesslog = "-"
 # Never log request headers: they carry bearer tokens.

@@ -6,12 +6,13 @@ every scheduler table; it is refused at start-up unless it is a plain
 lower-case identifier, because it is spliced into SQL text and search_path.
 """
 
+import os
 from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from scheduler.conf import parse_daytona_keys, parse_modal_tokens, validate_provider_name, validate_schema_name
+from scheduler.conf import SchedulerSettings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -19,38 +20,13 @@ env = environ.Env()
 
 DEBUG = env.bool("DEBUG", default=False)
 SECRET_KEY = env.str("SECRET_KEY", default="dev-only-insecure-secret-key-change-me")
-if not DEBUG and SECRET_KEY.startswith("dev-only") and env.bool("SCHEDULER_REQUIRE_SECRET_KEY", default=False):
-    raise ImproperlyConfigured("SECRET_KEY must be set when SCHEDULER_REQUIRE_SECRET_KEY is true")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
 
-SCHEDULER_SCHEMA = validate_schema_name(env.str("SCHEDULER_SCHEMA", default="runtime_scheduler"))
-SCHEDULER_INTERNAL_TOKEN = env.str("SCHEDULER_INTERNAL_TOKEN", default="")
-SCHEDULER_STATEMENT_TIMEOUT_MS = env.int("SCHEDULER_STATEMENT_TIMEOUT_MS", default=30_000)
-SCHEDULER_PREPARE_STATEMENTS = env.bool("SCHEDULER_PREPARE_STATEMENTS", default=True)
-# PostgreSQL's plan_cache_mode for the prepared named statements. Left at auto: a forced
-# generic plan can turn joins sized by a parameter into sequential scans. Statements whose
-# one plan is safe say so (`-- plan: generic`) and run it whatever this says.
-SCHEDULER_PLAN_CACHE_MODE = env.str("SCHEDULER_PLAN_CACHE_MODE", default="auto")
-if SCHEDULER_PLAN_CACHE_MODE not in ("auto", "force_generic_plan", "force_custom_plan"):
-    raise ImproperlyConfigured("SCHEDULER_PLAN_CACHE_MODE must be auto, force_generic_plan or force_custom_plan")
-SCHEDULER_CLAIM_LEASE_SECONDS = env.int("SCHEDULER_CLAIM_LEASE_SECONDS", default=300)
-# Runner terminals a web process settles together in one statement (1: each on its own).
-SCHEDULER_SETTLE_BATCH_SIZE = env.int("SCHEDULER_SETTLE_BATCH_SIZE", default=32)
-if not 1 <= SCHEDULER_SETTLE_BATCH_SIZE <= 500:
-    raise ImproperlyConfigured("SCHEDULER_SETTLE_BATCH_SIZE must be between 1 and 500")
-SCHEDULER_HEARTBEAT_TIMEOUT_MS = env.int("SCHEDULER_HEARTBEAT_TIMEOUT_MS", default=60_000)
-
-# Sandbox providers. Keys and tokens are validated here and never logged.
-SCHEDULER_DEFAULT_PROVIDER = validate_provider_name(env.str("SCHEDULER_DEFAULT_PROVIDER", default="local"))
-SCHEDULER_SANDBOX_DIR = env.str("SCHEDULER_SANDBOX_DIR", default=str(BASE_DIR / ".embedded" / "sandboxes"))
-SCHEDULER_DAYTONA_API_URL = env.str("SCHEDULER_DAYTONA_API_URL", default="https://app.daytona.io/api")
-SCHEDULER_DAYTONA_API_KEYS = parse_daytona_keys(env.str("SCHEDULER_DAYTONA_API_KEYS", default="{}"))
-SCHEDULER_DAYTONA_SNAPSHOT = env.str("SCHEDULER_DAYTONA_SNAPSHOT", default="") or None
-SCHEDULER_MODAL_SERVER_URL = env.str("SCHEDULER_MODAL_SERVER_URL", default="") or None
-SCHEDULER_MODAL_TOKENS = parse_modal_tokens(env.str("SCHEDULER_MODAL_TOKENS", default="{}"))
-SCHEDULER_MODAL_IMAGE = env.str("SCHEDULER_MODAL_IMAGE", default="") or None
-# Where runners reach the internal API from inside their sandbox.
-SCHEDULER_PUBLIC_API_URL = env.str("SCHEDULER_PUBLIC_API_URL", default="http://127.0.0.1:8000")
+# Every SCHEDULER_* setting, parsed and validated with its default in scheduler/conf.py.
+SCHEDULER = SchedulerSettings.environment(os.environ)
+globals().update(SCHEDULER)
+if not DEBUG and SECRET_KEY.startswith("dev-only") and SCHEDULER["SCHEDULER_REQUIRE_SECRET_KEY"]:
+    raise ImproperlyConfigured("SECRET_KEY must be set when SCHEDULER_REQUIRE_SECRET_KEY is true")
 
 if env.str("DATABASE_URL", default=""):
     DATABASES = {"default": env.db_url("DATABASE_URL")}
@@ -68,14 +44,14 @@ if DATABASES["default"].get("ENGINE") != "django.db.backends.postgresql":
 # Django's own tables and pgtrigger's functions live beside the scheduler's.
 DATABASES["default"].setdefault("OPTIONS", {})
 DATABASES["default"]["OPTIONS"]["options"] = (
-    f"-c search_path={SCHEDULER_SCHEMA},public "
-    f"-c statement_timeout={SCHEDULER_STATEMENT_TIMEOUT_MS} "
-    f"-c plan_cache_mode={SCHEDULER_PLAN_CACHE_MODE}"
+    f"-c search_path={SCHEDULER['SCHEDULER_SCHEMA']},public "
+    f"-c statement_timeout={SCHEDULER['SCHEDULER_STATEMENT_TIMEOUT_MS']} "
+    f"-c plan_cache_mode={SCHEDULER['SCHEDULER_PLAN_CACHE_MODE']}"
 )
-DATABASES["default"]["OPTIONS"].setdefault("application_name", env.str("SCHEDULER_APPLICATION_NAME", default="run-scheduler"))
+DATABASES["default"]["OPTIONS"].setdefault("application_name", SCHEDULER["SCHEDULER_APPLICATION_NAME"])
 # Django turns psycopg's statement preparing off; the scheduler's named
 # statements ask for it explicitly (scheduler/db.py), the ORM still does not.
-DATABASES["default"]["OPTIONS"].setdefault("prepare_threshold", 5 if SCHEDULER_PREPARE_STATEMENTS else None)
+DATABASES["default"]["OPTIONS"].setdefault("prepare_threshold", 5 if SCHEDULER["SCHEDULER_PREPARE_STATEMENTS"] else None)
 # Persistent connections keep the prepared named statements; the worker loops
 # call close_old_connections() every tick, which recycles them after this age.
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
@@ -84,7 +60,7 @@ DATABASES["default"].setdefault("TEST", {})
 if env.str("TEST_DATABASE_NAME", default=""):
     DATABASES["default"]["TEST"]["NAME"] = env.str("TEST_DATABASE_NAME")
 
-PGTRIGGER_SCHEMA = SCHEDULER_SCHEMA
+PGTRIGGER_SCHEMA = SCHEDULER["SCHEDULER_SCHEMA"]
 PGTRIGGER_INSTALL_ON_MIGRATE = False
 PGTRIGGER_MIGRATIONS = True
 

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from scheduler.api.views_metrics import metrics
-from scheduler.health import healthz
+from scheduler.api.health import healthz
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

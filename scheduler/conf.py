@@ -1,103 +1,180 @@
-"""SCHEDULER_* settings with their defaults, in one small object.
+"""Every SCHEDULER_* setting in one typed object, each with its one default and its parser.
 
-This module imports nothing from Django at import time so that
-config/settings.py can use `validate_schema_name` while settings load.
+`scheduler_settings.schema` reads `settings.SCHEDULER_SCHEMA` live (so tests
+may override it) and falls back to the default declared here; nothing else
+reads `settings.SCHEDULER_*`. config/settings.py fills those Django settings
+from the environment through `SchedulerSettings.environment()`, which
+validates each value and names the variable in its error. Procrastinate's
+Django settings class works the same way.
+
+This module imports nothing from Django at import time: config/settings.py
+uses it while Django's settings load.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
+from typing import Any, Callable, Generic, Mapping, TypeVar, overload
 
-_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+from scheduler.kinds import Provider, values
+
+T = TypeVar("T")
 
 SCHEMA_VERSION = 64
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+PLAN_CACHE_MODES = ("auto", "force_generic_plan", "force_custom_plan")
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 
-class ConfigurationError(Exception):
-    """A setting is malformed; raised at start-up, never mid-request."""
+def _refuse(message: str):
+    from django.core.exceptions import ImproperlyConfigured
+
+    return ImproperlyConfigured(message)
 
 
 def validate_schema_name(name: str) -> str:
-    """Return `name` if it is a plain lower-case PostgreSQL identifier.
-
-    The schema is spliced into SQL text and search_path, so anything that
-    would need quoting is refused instead of quoted.
-    """
+    """The schema is spliced into SQL text and search_path, so anything that would need quoting is refused."""
     if not isinstance(name, str) or not _SCHEMA_NAME.fullmatch(name):
-        from django.core.exceptions import ImproperlyConfigured
-
-        raise ImproperlyConfigured(
-            f"SCHEDULER_SCHEMA must be a plain lower-case identifier "
-            f"([a-z_][a-z0-9_]*, at most 63 characters), got {name!r}"
-        )
+        raise _refuse(f"SCHEDULER_SCHEMA must be a plain lower-case identifier "
+                      f"([a-z_][a-z0-9_]*, at most 63 characters), got {name!r}")
     return name
 
 
-class _Settings:
-    """Reads `SCHEDULER_*` from django.conf.settings with defaults."""
-
-    defaults = {
-        "SCHEDULER_SCHEMA": "runtime_scheduler",
-        "SCHEDULER_INTERNAL_TOKEN": "",
-        "SCHEDULER_STATEMENT_TIMEOUT_MS": 30_000,
-        "SCHEDULER_CLAIM_LEASE_SECONDS": 300,
-        "SCHEDULER_MAX_REQUEST_BYTES": 1024 * 1024,
-        "SCHEDULER_PREPARE_STATEMENTS": True,
-        "SCHEDULER_PLAN_CACHE_MODE": "auto",
-        "SCHEDULER_SETTLE_BATCH_SIZE": 32,
-    }
-
-    def __getattr__(self, name: str):
-        from django.conf import settings
-
-        key = f"SCHEDULER_{name}"
-        if key not in self.defaults:
-            raise AttributeError(name)
-        return getattr(settings, key, self.defaults[key])
+def _text(key: str, raw: str) -> str:
+    return raw
 
 
-scheduler_settings = _Settings()
+def _optional_text(key: str, raw: str) -> str | None:
+    return raw or None
 
 
-PROVIDER_NAMES = ("local", "daytona", "modal")
+def _integer(minimum: int, maximum: int = 2**31 - 1) -> Callable[[str, str], int]:
+    def parse(key: str, raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise _refuse(f"{key} must be an integer, got {raw!r}") from None
+        if not minimum <= value <= maximum:
+            raise _refuse(f"{key} must be between {minimum} and {maximum}")
+        return value
+
+    return parse
 
 
-def parse_daytona_keys(raw: str) -> dict[str, str]:
-    """SCHEDULER_DAYTONA_API_KEYS: a JSON object from organization id to API key."""
-    from django.core.exceptions import ImproperlyConfigured
+def _boolean(key: str, raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise _refuse(f"{key} must be true or false, got {raw!r}")
 
-    import json
 
+def _one_of(options: tuple[str, ...]) -> Callable[[str, str], str]:
+    def parse(key: str, raw: str) -> str:
+        if raw not in options:
+            raise _refuse(f"{key} must be one of {', '.join(options)}, got {raw!r}")
+        return raw
+
+    return parse
+
+
+def _schema(key: str, raw: str) -> str:
+    return validate_schema_name(raw)
+
+
+def _daytona_keys(key: str, raw: str) -> dict[str, str]:
     try:
         value = json.loads(raw or "{}")
     except ValueError:
-        raise ImproperlyConfigured("SCHEDULER_DAYTONA_API_KEYS must be a JSON object from organization id to API key") from None
+        raise _refuse(f"{key} must be a JSON object from organization id to API key") from None
     if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) and v for k, v in value.items()):
-        raise ImproperlyConfigured("SCHEDULER_DAYTONA_API_KEYS must map organization ids to non-empty key strings")
+        raise _refuse(f"{key} must map organization ids to non-empty key strings")
     return value
 
 
-def parse_modal_tokens(raw: str) -> dict[str, dict[str, str]]:
-    """SCHEDULER_MODAL_TOKENS: a JSON object from workspace to {tokenId, tokenSecret}."""
-    from django.core.exceptions import ImproperlyConfigured
-
-    import json
-
+def _modal_tokens(key: str, raw: str) -> dict[str, dict[str, str]]:
     try:
         value = json.loads(raw or "{}")
     except ValueError:
-        raise ImproperlyConfigured("SCHEDULER_MODAL_TOKENS must be a JSON object from workspace to {tokenId, tokenSecret}") from None
+        raise _refuse(f"{key} must be a JSON object from workspace to {{tokenId, tokenSecret}}") from None
     if not isinstance(value, dict) or not all(
         isinstance(token, dict) and isinstance(token.get("tokenId"), str) and isinstance(token.get("tokenSecret"), str)
         for token in value.values()
     ):
-        raise ImproperlyConfigured("SCHEDULER_MODAL_TOKENS entries must be {\"tokenId\": ..., \"tokenSecret\": ...}")
+        raise _refuse(f'{key} entries must be {{"tokenId": ..., "tokenSecret": ...}}')
     return value
 
 
-def validate_provider_name(name: str) -> str:
-    from django.core.exceptions import ImproperlyConfigured
+class Setting(Generic[T]):
+    """One SCHEDULER_* setting: its default, and how its environment variable is parsed (None: derived, not read)."""
 
-    if name not in PROVIDER_NAMES:
-        raise ImproperlyConfigured(f"SCHEDULER_DEFAULT_PROVIDER must be one of {', '.join(PROVIDER_NAMES)}, got {name!r}")
-    return name
+    def __init__(self, default: T, parse: Callable[[str, str], T] | None = _text):
+        self.default = default
+        self.parse = parse
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.key = f"SCHEDULER_{name.upper()}"
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> "Setting[T]": ...
+
+    @overload
+    def __get__(self, instance: object, owner: type) -> T: ...
+
+    def __get__(self, instance, owner):
+        if instance is None:
+            return self
+        from django.conf import settings
+
+        return getattr(settings, self.key, self.default)
+
+    def from_environment(self, environ: Mapping[str, str]) -> T:
+        raw = environ.get(self.key)
+        return self.default if raw is None or self.parse is None else self.parse(self.key, raw)
+
+
+class SchedulerSettings:
+    """The scheduler's settings; see the README's configuration table for what each means."""
+
+    schema = Setting("runtime_scheduler", _schema)
+    internal_token = Setting("")
+    statement_timeout_ms = Setting(30_000, _integer(0))
+    prepare_statements = Setting(True, _boolean)
+    plan_cache_mode = Setting("auto", _one_of(PLAN_CACHE_MODES))
+    claim_lease_seconds = Setting(300, _integer(1))
+    settle_batch_size = Setting(32, _integer(1, 500))
+    heartbeat_timeout_ms = Setting(60_000, _integer(1))
+    max_request_bytes = Setting(1024 * 1024, _integer(1024))
+    default_provider = Setting(Provider.LOCAL.value, _one_of(values(Provider)))
+    sandbox_dir = Setting(str(PROJECT_DIR / ".embedded" / "sandboxes"))
+    daytona_api_url = Setting("https://app.daytona.io/api")
+    daytona_api_keys: Setting[dict[str, str]] = Setting({}, _daytona_keys)
+    daytona_snapshot = Setting[str | None](None, _optional_text)
+    modal_server_url = Setting[str | None](None, _optional_text)
+    modal_tokens: Setting[dict[str, dict[str, str]]] = Setting({}, _modal_tokens)
+    modal_image = Setting[str | None](None, _optional_text)
+    public_api_url = Setting("http://127.0.0.1:8000")
+    application_name = Setting("run-scheduler")
+    require_secret_key = Setting(False, _boolean)
+    bind = Setting("127.0.0.1:8000")
+    web_workers = Setting(2, _integer(1, 64))
+    web_threads = Setting(4, _integer(1, 256))
+    web_timeout = Setting(30, _integer(1))
+    # Derived by config/settings.py (true when DATABASE_URL is unset), never read from the environment.
+    embedded_database = Setting(False, None)
+
+    @classmethod
+    def declared(cls) -> dict[str, Setting]:
+        return {name: value for name, value in vars(cls).items() if isinstance(value, Setting)}
+
+    @classmethod
+    def environment(cls, environ: Mapping[str, str]) -> dict[str, Any]:
+        """{SCHEDULER_NAME: value} for every setting read from the environment, validated."""
+        return {setting.key: setting.from_environment(environ)
+                for setting in cls.declared().values() if setting.parse is not None}
+
+
+scheduler_settings = SchedulerSettings()

@@ -12,6 +12,7 @@ callers can match SQLSTATEs such as 42703 without Django's wrapper.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
@@ -21,12 +22,12 @@ from typing import Any
 import psycopg
 from django.db import connections, transaction
 
-from scheduler import sql as sql_blocks
+from scheduler import sql
 from scheduler.conf import scheduler_settings
 
 
 def statement_sql(name: str, schema: str | None = None) -> str:
-    return sql_blocks.statement(name, schema or scheduler_settings.SCHEMA)
+    return sql.statement(name, schema or scheduler_settings.schema)
 
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
@@ -68,20 +69,20 @@ def _use_plan_mode(cursor, wanted: str) -> None:
     A rolled-back transaction may undo a switch unseen; that costs speed, never
     correctness (the mode never changes a result).
     """
-    if _plan_modes.get(cursor.connection, scheduler_settings.PLAN_CACHE_MODE) != wanted:
+    if _plan_modes.get(cursor.connection, scheduler_settings.plan_cache_mode) != wanted:
         cursor.execute("SELECT set_config('plan_cache_mode', $1, false)", [wanted])
         _plan_modes[cursor.connection] = wanted
 
 
-def _execute(cursor, name: str, sql: str, arguments: list[Any], timeout_ms: int | None) -> None:
-    mark = sql_blocks.plan_mark(name)
-    prepare = bool(scheduler_settings.PREPARE_STATEMENTS) and mark != "custom"
+def _execute(cursor, name: str, text: str, arguments: list[Any], timeout_ms: int | None) -> None:
+    mark = sql.plan_mark(name)
+    prepare = bool(scheduler_settings.prepare_statements) and mark != "custom"
     try:
         if timeout_ms is not None:
             cursor.execute("SELECT set_config('statement_timeout', $1, true)", [f"{int(timeout_ms)}ms"])
         if prepare:
-            _use_plan_mode(cursor, "force_generic_plan" if mark == "generic" else scheduler_settings.PLAN_CACHE_MODE)
-        cursor.execute(sql, arguments, prepare=prepare)
+            _use_plan_mode(cursor, "force_generic_plan" if mark == "generic" else scheduler_settings.plan_cache_mode)
+        cursor.execute(text, arguments, prepare=prepare)
     except psycopg.Error as exc:
         exc.add_note(f"in SQL statement {name}")
         raise
@@ -101,19 +102,19 @@ def run(
     statement_timeout is set locally (inside an outer atomic block the
     setting lasts until that block ends).
     """
-    sql, names = _compiled(name, schema or scheduler_settings.SCHEMA)
+    text, names = _compiled(name, schema or scheduler_settings.schema)
     arguments = _arguments(name, names, params or {})
     connection = connections[using]
     # What Django's own cursors do first: once per request or loop tick, drop a
     # connection the server has closed (CONN_HEALTH_CHECKS), then (re)connect.
     connection.close_if_health_check_failed()
     connection.ensure_connection()
-    with transaction.atomic(using=using, savepoint=False) if timeout_ms is not None else _nullcontext():
+    with transaction.atomic(using=using, savepoint=False) if timeout_ms is not None else contextlib.nullcontext():
         # A RawCursor binds server-side ($n placeholders), which preparing
         # needs; Django's own cursors interpolate client-side.
         with psycopg.RawCursor(connection.connection) as cursor:
             try:
-                _execute(cursor, name, sql, arguments, timeout_ms)
+                _execute(cursor, name, text, arguments, timeout_ms)
             except psycopg.Error:
                 # As Django's error wrapper would: the end of the request or tick
                 # then checks the connection and closes it if it is broken.
@@ -160,11 +161,3 @@ def _dict_rows(description, records) -> list[dict[str, Any]]:
                 row[columns[index]] = json.loads(value)
         rows.append(row)
     return rows
-
-
-class _nullcontext:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False

@@ -1,4 +1,4 @@
-"""Secrets never leave the database in readable form (SPEC 1.8).
+"""Secrets never leave the database in readable form (requirements §1.8).
 
 Launch tokens are replaced wherever launch JSON is shown: admin, status API,
 logs and error messages.
@@ -23,6 +23,11 @@ def redact(value: Any) -> Any:
     if isinstance(value, list):
         return [redact(item) for item in value]
     return value
+
+
+def launch_secrets(launch: dict | None) -> list[str]:
+    """The token values a launch carries (executorToken, coordinatorInternalToken, ...), to scrub from messages."""
+    return [value for key, value in (launch or {}).items() if "token" in key.lower() and isinstance(value, str)]
 
 
 def redact_text(text: str, secrets: list[str]) -> str:

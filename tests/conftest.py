@@ -17,6 +17,6 @@ def scratch_db():
 def _stop_the_shared_settler():
     """A test that settled through the web path leaves no settler thread (and connection) behind."""
     yield
-    from scheduler import settler
+    from scheduler.runs import settler
 
     settler.close_shared()

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from scheduler import lifecycle
+from scheduler.runs import lifecycle
 
 
 def launch(**overrides) -> str:
@@ -29,7 +29,7 @@ def claim(run_id: str) -> lifecycle.Claim:
     """Claim exactly `run_id` (other queued runs are left as they were)."""
     with connection.cursor() as cursor:
         cursor.execute("UPDATE runs SET created_at = created_at - interval '10 years' WHERE run_id = %s", [run_id])
-    claims = lifecycle.claim_runs(1)
+    claims = lifecycle.claim_queued_runs(1)
     assert claims and claims[0].run_id == run_id, claims
     return claims[0]
 
@@ -84,3 +84,13 @@ def table_state() -> dict:
     for table in SCHEDULER_TABLES:
         state[table] = one(f"SELECT md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM {table} AS t")
     return state
+
+
+def report_terminal(run_id: str, attempt: int, lease_token: str, result: dict, progress_events: list | None = None,
+                    log_payload=None) -> dict:
+    """A runner's terminal report as the runner sees its answer: recorded and settled in one statement, as JSON."""
+    from scheduler.api import responses
+    from scheduler.runs import settlement
+
+    item = settlement.Settlement(run_id, attempt, lease_token, result, progress_events, log_payload, from_runner=True)
+    return responses.terminal(settlement.ingest_runner_terminal(item))

@@ -9,12 +9,12 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.urls import reverse
 
-from scheduler import terminal
+from scheduler.runs import settlement
 from tests import factories
 
 pytestmark = pytest.mark.django_db
 
-PAGES = ["run", "attemptrow", "outboxevent", "controlkey", "releaseadmission", "receiptrow", "cleanupjobrow",
+PAGES = ["run", "attemptrow", "outboxfact", "controlkey", "releaseadmission", "receiptrow", "cleanupjobrow",
          "legacycleanupjob", "cleanupevent", "billingjob", "billingitem", "schemaversion", "runledgerevent"]
 
 
@@ -27,7 +27,7 @@ def admin_client(client):
 @pytest.mark.parametrize("page", PAGES)
 def test_changelist_renders_and_offers_no_add(admin_client, page):
     parked = factories.parked_run()
-    terminal.ingest_runner_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
+    factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
     response = admin_client.get(f"/admin/scheduler/{page}/")
     assert response.status_code == 200
     assert f"/admin/scheduler/{page}/add/" not in response.content.decode()

@@ -39,11 +39,11 @@ def test_timeout__a_blocked_statement_is_cancelled_after_its_own_timeout():
 def test_generic_plan_mark__the_statement_never_replans_and_others_keep_the_configured_mode():
     from django.db import connection
 
-    from scheduler import terminal
+    from scheduler.runs import settlement
 
     for _ in range(7):
         claim = factories.parked_run()
-        terminal.settle_attempt(claim.run_id, claim.attempt, claim.lease_token, factories.completed_result())
+        settlement.settle_attempt(claim.run_id, claim.attempt, claim.lease_token, factories.completed_result())
     with connection.cursor() as cursor:
         cursor.execute("SELECT generic_plans, custom_plans FROM pg_prepared_statements"
                        " WHERE statement LIKE %s", ["%unnest(%"])

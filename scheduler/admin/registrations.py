@@ -65,7 +65,7 @@ class AttemptAdmin(ReadOnlyAdmin):
     search_fields = ("run_id",)
 
 
-@admin.register(models.OutboxEvent)
+@admin.register(models.OutboxFact)
 class OutboxAdmin(ReadOnlyAdmin):
     list_display = ("event_id", "run_id", "event_type", "lane", "created_at", "delivered_at", "failed_at", "attempt_count")
     list_filter = ("lane", "event_type")

@@ -25,7 +25,7 @@ def error_response(error: SchedulerError) -> JsonResponse:
 
 
 def json_body(request) -> dict:
-    limit = scheduler_settings.MAX_REQUEST_BYTES
+    limit = scheduler_settings.max_request_bytes
     try:
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:

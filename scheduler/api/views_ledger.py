@@ -1,14 +1,14 @@
 """The built-in run-ledger receiver (OBX-10): stores delivered facts idempotently by event id."""
 
 import datetime as dt
-import json
 
 from django.http import JsonResponse
 
-from scheduler import db, validation
+from scheduler import validation
 from scheduler.api.auth import require_internal_token
 from scheduler.api.http import api_view, json_body
 from scheduler.errors import InvalidInput
+from scheduler.outbox import receiver
 
 MAX_EVENTS = 100
 
@@ -42,5 +42,4 @@ def run_ledger_events(request):
             "occurred_at": _timestamp(validation.field(event, "occurredAt"), f"events[{index}].occurredAt"),
             "payload": validation.json_object(event.get("payload", {}), f"events[{index}].payload"),
         })
-    stored = db.fetch_all("run_ledger_store_events", {"events": json.dumps(rows)})
-    return JsonResponse({"stored": len(stored), "received": len(rows)})
+    return JsonResponse({"stored": receiver.store_events(rows), "received": len(rows)})

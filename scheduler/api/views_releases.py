@@ -2,10 +2,11 @@
 
 from django.http import JsonResponse
 
-from scheduler import admission
+from scheduler.api import responses
 from scheduler.api.auth import require_internal_token
 from scheduler.api.http import api_view, json_body
 from scheduler.errors import InvalidInput, NotFound
+from scheduler.runs import admission
 
 
 def _environment(value):
@@ -16,10 +17,6 @@ def _environment(value):
     return value
 
 
-def _answer(release_id, state):
-    return {"releaseId": release_id, "accepting": state.accepting, "admissionEpoch": state.admission_epoch}
-
-
 @api_view("GET", "PUT")
 def release_admission(request, release_id):
     require_internal_token(request)
@@ -28,11 +25,11 @@ def release_admission(request, release_id):
         state = admission.read_admission(release_id, environment)
         if state is None:
             raise NotFound(f'release "{release_id}" is unknown')
-        return JsonResponse(_answer(release_id, state))
+        return JsonResponse(responses.admission(release_id, state))
     body = json_body(request)
     if "accepting" not in body or "admissionEpoch" not in body:
         raise InvalidInput("accepting and admissionEpoch are required")
     state = admission.set_admission(
         release_id, body["accepting"], body["admissionEpoch"], _environment(body.get("environment"))
     )
-    return JsonResponse(_answer(release_id, state))
+    return JsonResponse(responses.admission(release_id, state))

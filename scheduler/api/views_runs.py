@@ -2,16 +2,18 @@
 
 from django.http import JsonResponse
 
-from scheduler import lifecycle, validation
+from scheduler import validation
+from scheduler.api import parsing, responses
 from scheduler.api.auth import require_internal_token
 from scheduler.api.http import api_view, json_body
 from scheduler.errors import InvalidInput, NotFound
+from scheduler.runs import lifecycle
 
 
 @api_view("POST")
 def launch(request):
     require_internal_token(request)
-    launch_request = lifecycle.parse_launch_request(json_body(request))
+    launch_request = parsing.launch_request(json_body(request))
     return JsonResponse({"runId": lifecycle.launch_run(launch_request)}, status=201)
 
 
@@ -21,7 +23,8 @@ def run_status(request, run_id):
     include = {part.strip() for part in request.GET.get("include", "").split(",") if part.strip()}
     if include - {"definitionScope"}:
         raise InvalidInput("include accepts only definitionScope")
-    return JsonResponse(lifecycle.run_status(run_id, include_definition_scope="definitionScope" in include))
+    snapshot = lifecycle.run_status(run_id)
+    return JsonResponse(responses.run_snapshot(snapshot, include_definition_scope="definitionScope" in include))
 
 
 @api_view("POST")
@@ -29,7 +32,7 @@ def cancel(request, run_id):
     require_internal_token(request)
     body = json_body(request) if request.body else {}
     reason = validation.text(body.get("reason", "cancel_requested"), "reason", max_length=200)
-    return JsonResponse(lifecycle.cancel_run(run_id, reason), status=202)
+    return JsonResponse(responses.cancel(lifecycle.cancel_run(run_id, reason)), status=202)
 
 
 @api_view("POST")
@@ -47,4 +50,4 @@ def attempt_standing(request, run_id, attempt):
     standing = lifecycle.attempt_standing(run_id, attempt)
     if standing is None:
         raise NotFound(f"run {run_id} not found")
-    return JsonResponse(standing)
+    return JsonResponse(responses.standing(standing))

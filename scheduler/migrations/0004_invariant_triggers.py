@@ -6,12 +6,13 @@
 
 import pgtrigger.compiler
 import pgtrigger.migrations
-from django.conf import settings
 from django.db import migrations
+
+from scheduler.conf import scheduler_settings
 
 # Qualified with the configured schema so that writers with another
 # search_path (draining old workers) still resolve it.
-IGNORE_FUNC = f'"{settings.SCHEDULER_SCHEMA}"._pgtrigger_should_ignore'
+IGNORE_FUNC = f'"{scheduler_settings.schema}"._pgtrigger_should_ignore'
 
 
 class Migration(migrations.Migration):

@@ -6,10 +6,10 @@
 import django.db.models.functions.datetime
 import pgtrigger.compiler
 import pgtrigger.migrations
-from django.conf import settings
+from scheduler.conf import scheduler_settings
 from django.db import migrations, models
 
-IGNORE_FUNC = f'"{settings.SCHEDULER_SCHEMA}"._pgtrigger_should_ignore'
+IGNORE_FUNC = f'"{scheduler_settings.schema}"._pgtrigger_should_ignore'
 
 
 class Migration(migrations.Migration):

@@ -1,4 +1,4 @@
-"""Sandbox providers behind one interface (SPEC §10): local, daytona, modal."""
+"""Sandbox providers behind one interface (requirements §10): local, daytona, modal."""
 
 from scheduler.providers.base import (  # noqa: F401
     DeleteOutcome,
@@ -8,4 +8,4 @@ from scheduler.providers.base import (  # noqa: F401
     SandboxRef,
     SandboxProvider,
 )
-from scheduler.providers.registry import get_provider, provider_names, sandbox_placement  # noqa: F401
+from scheduler.providers.registry import get_provider, sandbox_placement  # noqa: F401

@@ -10,8 +10,9 @@ and the answer is a permanent error.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+
+from scheduler.kinds import SUSPENSION_FALLBACK_PROVIDER
 
 
 class Inspection(enum.Enum):
@@ -32,7 +33,8 @@ class ReadBack(enum.Enum):
 
 
 class ProviderError(Exception):
-    """A provider call failed. `permanent` errors are not retried (CLN-7 blocks the job)."""
+    """A provider call failed. `permanent` errors are not retried (CLN-7 blocks the job);
+    `retry_after` (seconds, from a rate limit's Retry-After) is the earliest the cleanup backoff retries."""
 
     def __init__(self, message: str, *, permanent: bool = False, retry_after: float | None = None):
         super().__init__(message)
@@ -51,9 +53,9 @@ class SandboxRef:
 
     @classmethod
     def from_suspension(cls, suspension: dict) -> "SandboxRef":
-        """SPEC 1.9: runtimeSandboxRef.provider, then sandboxProvider, then daytona."""
+        """requirements §1.9: runtimeSandboxRef.provider, then sandboxProvider, then the fallback provider."""
         ref = suspension.get("runtimeSandboxRef") or {}
-        provider = ref.get("provider") or suspension.get("sandboxProvider") or "daytona"
+        provider = ref.get("provider") or suspension.get("sandboxProvider") or SUSPENSION_FALLBACK_PROVIDER.value
         return cls(provider, ref.get("sandboxId") or "", ref.get("routingDomain") or None)
 
 
@@ -66,7 +68,6 @@ class StartRequest:
     command: list[str]
     cpu: float = 1.0
     memory_mb: int = 512
-    labels: dict[str, Any] = field(default_factory=dict)
 
 
 class SandboxProvider:

@@ -17,6 +17,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
+from scheduler.kinds import Provider
 from scheduler.providers.base import DeleteOutcome, Inspection, ProviderError, ReadBack, SandboxProvider, SandboxRef, StartRequest
 
 GONE_STATES = {"destroyed", "destroying", "stopped", "stopping", "error", "build_failed", "archived", "archiving"}
@@ -29,7 +30,7 @@ class _Response:
 
 
 class DaytonaProvider(SandboxProvider):
-    name = "daytona"
+    name = Provider.DAYTONA
 
     def __init__(self, api_url: str, api_keys: dict[str, str], *, timeout: float = 15.0, snapshot: str | None = None):
         self.api_url = api_url.rstrip("/")
@@ -75,7 +76,7 @@ class DaytonaProvider(SandboxProvider):
         raise ProviderError(f"Daytona {what} failed with {response.status}", permanent=400 <= response.status < 500)
 
     def start(self, request: StartRequest) -> SandboxRef:
-        body = {"envVars": request.env, "labels": {"runId": request.run_id, "attempt": str(request.attempt), **request.labels},
+        body = {"envVars": request.env, "labels": {"runId": request.run_id, "attempt": str(request.attempt)},
                 "cpu": request.cpu, "memory": max(1, request.memory_mb // 1024), "autoStopInterval": 0}
         if self.snapshot:
             body["snapshot"] = self.snapshot

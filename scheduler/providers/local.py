@@ -15,13 +15,14 @@ from pathlib import Path
 
 import psutil
 
+from scheduler.kinds import Provider
 from scheduler.providers.base import DeleteOutcome, Inspection, ProviderError, ReadBack, SandboxProvider, SandboxRef, StartRequest
 
 
 def _parse(sandbox_id: str) -> tuple[int, int]:
     try:
         prefix, pid, started_ms = sandbox_id.split("-")
-        if prefix != "local":
+        if prefix != Provider.LOCAL:
             raise ValueError
         return int(pid), int(started_ms)
     except ValueError:
@@ -73,7 +74,7 @@ TAG_FILE = "sandbox.json"
 
 
 class LocalProvider(SandboxProvider):
-    name = "local"
+    name = Provider.LOCAL
 
     def __init__(self, root: Path):
         self.root = Path(root)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from scheduler.kinds import Provider
 from scheduler.providers.base import DeleteOutcome, Inspection, ProviderError, ReadBack, SandboxProvider, SandboxRef, StartRequest
 
 APP_NAME = "run-scheduler"
@@ -22,7 +23,7 @@ def sandbox_name(run_id: str, attempt: int) -> str:
 
 
 class ModalProvider(SandboxProvider):
-    name = "modal"
+    name = Provider.MODAL
 
     def __init__(self, tokens: dict[str, dict[str, str]], *, modal_module: Any = None, image: str | None = None):
         self._tokens = dict(tokens)

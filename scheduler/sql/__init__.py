@@ -15,6 +15,12 @@ time (the name is validated as a plain identifier at start-up). A line
 plan: PostgreSQL's automatic choice would re-plan it on every call although
 one plan fits every parameter (the array-driven settlement is one). Parameters
 are named psycopg placeholders, `%(run_id)s`, with explicit casts.
+
+`fragments.sql` holds SQL that several blocks must spell exactly alike (the
+"newer attempt" fence, the control keys, the release locks): a block writes
+`{{newer_attempt_exists(target.run_id, target.attempt)}}` and the loader
+splices the fragment in, its `{run_id}`-style parameters replaced by the
+arguments.
 """
 
 from __future__ import annotations
@@ -24,7 +30,10 @@ import re
 from pathlib import Path
 
 SQL_DIR = Path(__file__).resolve().parent
+FRAGMENTS_FILE = "fragments.sql"
 _HEADER = re.compile(r"^--\s*name:\s*([a-z][a-z0-9_]*)\s*$", re.MULTILINE)
+_FRAGMENT_HEADER = re.compile(r"^--\s*fragment:\s*([a-z][a-z0-9_]*)\(([a-z_, ]*)\)\s*$", re.MULTILINE)
+_USE = re.compile(r"\{\{([a-z][a-z0-9_]*)\(")
 
 
 class SqlBlockError(Exception):
@@ -51,6 +60,56 @@ def parse_blocks(text: str, source: str = "<text>") -> dict[str, str]:
     return blocks
 
 
+def parse_fragments(text: str) -> dict[str, tuple[tuple[str, ...], str]]:
+    """{name: (parameter names, body)} of every `-- fragment: name(a, b)` in `text`."""
+    fragments = {}
+    headers = list(_FRAGMENT_HEADER.finditer(text))
+    for index, header in enumerate(headers):
+        end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
+        lines = text[header.end():end].strip().splitlines()
+        body = "\n".join(line for line in lines if not line.lstrip().startswith("--")).strip()
+        parameters = tuple(name.strip() for name in header.group(2).split(",") if name.strip())
+        fragments[header.group(1)] = (parameters, body)
+    return fragments
+
+
+def _arguments(text: str, start: int) -> tuple[list[str], int]:
+    """The comma-separated arguments from `start` (just after the opening parenthesis) to `)}}`."""
+    arguments, depth, current, index = [], 0, "", start
+    while index < len(text):
+        char = text[index]
+        if depth == 0 and text.startswith(")}}", index):
+            if current.strip():
+                arguments.append(current.strip())
+            return arguments, index + 3
+        if char == "," and depth == 0:
+            arguments.append(current.strip())
+            current = ""
+        else:
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            current += char
+        index += 1
+    raise SqlBlockError("an unclosed {{fragment(...)}} use")
+
+
+def expand_fragments(text: str, fragments: dict[str, tuple[tuple[str, ...], str]], source: str = "<text>") -> str:
+    """`text` with every {{name(arguments)}} replaced by its fragment."""
+    out, position = [], 0
+    while use := _USE.search(text, position):
+        name = use.group(1)
+        if name not in fragments:
+            raise SqlBlockError(f"{source}: no SQL fragment named {name!r}")
+        parameters, body = fragments[name]
+        arguments, position_after = _arguments(text, use.end())
+        if len(arguments) != len(parameters):
+            raise SqlBlockError(f"{source}: fragment {name} takes {len(parameters)} argument(s), got {len(arguments)}")
+        for parameter, argument in zip(parameters, arguments):
+            body = body.replace("{" + parameter + "}", argument)
+        out += [text[position:use.start()], body]
+        position = position_after
+    return "".join(out) + text[position:]
+
+
 _PLAN_MARK = re.compile(r"^\s*--\s*plan:\s*(custom|generic)\s*$", re.MULTILINE)
 
 
@@ -59,8 +118,11 @@ def _load() -> tuple[dict[str, str], dict[str, str]]:
     """Every block of every file (`__schema__` still in place), and the `-- plan:` mark of the marked ones."""
     blocks: dict[str, str] = {}
     marks: dict[str, str] = {}
+    fragments = parse_fragments((SQL_DIR / FRAGMENTS_FILE).read_text())
     for path in sorted(SQL_DIR.glob("*.sql")):
-        text = path.read_text()
+        if path.name == FRAGMENTS_FILE:
+            continue
+        text = expand_fragments(path.read_text(), fragments, path.name)
         for name, sql in parse_blocks(text, path.name).items():
             if name in blocks:
                 raise SqlBlockError(f"{path.name}: block {name} is also defined in another file")

@@ -1,9 +1,6 @@
 -- name: release_admission_lock
 -- Take the transaction-scoped advisory locks of every admission key, in one fixed (sorted) order (ADM-4, ADM-5).
-SELECT count(pg_advisory_xact_lock(hashtextextended('runtime_release_admission:' || ordered.key, 0))) AS locked
-FROM (
-    SELECT DISTINCT key FROM unnest(%(keys)s::text[]) AS key ORDER BY key OFFSET 0
-) AS ordered;
+SELECT {{release_locks(%(keys)s::text[])}} AS locked;
 
 -- name: release_admission_read
 -- Read a release's admission: the highest epoch among its write keys wins, and on a tie closed wins (ADM-3).
@@ -16,8 +13,7 @@ LIMIT 1;
 -- name: release_admission_set
 -- Lock every key in sorted order, then write each key where the new epoch is at least the stored one (ADM-4).
 WITH admission_lock AS MATERIALIZED (
-    SELECT count(pg_advisory_xact_lock(hashtextextended('runtime_release_admission:' || ordered.key, 0))) AS locked
-    FROM (SELECT DISTINCT key FROM unnest(%(keys)s::text[]) AS key ORDER BY key OFFSET 0) AS ordered
+    SELECT {{release_locks(%(keys)s::text[])}} AS locked
 )
 INSERT INTO __schema__.runtime_release_admission AS admission (release_id, accepting, admission_epoch, updated_at)
 SELECT key, %(accepting)s::boolean, %(admission_epoch)s::bigint, now()

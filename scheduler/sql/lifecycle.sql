@@ -92,11 +92,7 @@ WITH locked_run AS MATERIALIZED (
       AND target.attempt = %(attempt)s::integer
       AND target.lease_token = %(lease_token)s::text
       AND target.status IN ('claimed', 'running')
-      AND NOT EXISTS (
-          SELECT 1 FROM __schema__.attempts AS newer
-          WHERE newer.run_id = target.run_id AND newer.attempt > target.attempt
-            AND newer.status IN ('claimed', 'running', 'waiting', 'completed', 'failed')
-      )
+      AND NOT {{newer_attempt_exists(target.run_id, target.attempt)}}
     RETURNING target.run_id, target.attempt
 ), parked_run AS (
     UPDATE __schema__.runs AS run
@@ -137,17 +133,13 @@ WITH bumped AS (
           SELECT 1 FROM __schema__.runs AS run
           WHERE run.run_id = target.run_id AND run.status IN ('running', 'waiting')
       )
-      AND NOT EXISTS (
-          SELECT 1 FROM __schema__.attempts AS newer
-          WHERE newer.run_id = target.run_id AND newer.attempt > target.attempt
-            AND newer.status IN ('claimed', 'running', 'waiting', 'completed', 'failed')
-      )
+      AND NOT {{newer_attempt_exists(target.run_id, target.attempt)}}
     RETURNING target.heartbeat_at
 )
 SELECT EXISTS (SELECT 1 FROM bumped) AS current,
        EXISTS (
            SELECT 1 FROM __schema__.control AS cancel
-           WHERE cancel.key = 'runtime_cancel:' || %(run_id)s::text
+           WHERE cancel.key = {{cancel_key(%(run_id)s::text)}}
        ) AS cancel_requested,
        (SELECT to_char(bumped.heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') FROM bumped) AS heartbeat_identity;
 
@@ -160,7 +152,7 @@ WITH locked_run AS MATERIALIZED (
     FOR NO KEY UPDATE
 ), queued_cancel AS (
     INSERT INTO __schema__.control (key, value_json, created_at)
-    SELECT 'runtime_cancel:' || locked_run.run_id,
+    SELECT {{cancel_key(locked_run.run_id)}},
            jsonb_build_object('runId', locked_run.run_id, 'reason', %(reason)s::text), now()
     FROM locked_run
     WHERE locked_run.status IN ('queued', 'running', 'waiting')
@@ -214,10 +206,7 @@ WHERE run.run_id = %(run_id)s::text;
 -- Where a run and one of its attempts stand: run status, attempt status, and whether any newer attempt row exists (RUN-5).
 SELECT run.status AS run_status,
        attempt.status AS attempt_status,
-       EXISTS (
-           SELECT 1 FROM __schema__.attempts AS newer
-           WHERE newer.run_id = run.run_id AND newer.attempt > %(attempt)s::integer
-       ) AS superseded
+       {{newer_attempt_row_exists(run.run_id, %(attempt)s::integer)}} AS superseded
 FROM __schema__.runs AS run
 LEFT JOIN __schema__.attempts AS attempt ON attempt.run_id = run.run_id AND attempt.attempt = %(attempt)s::integer
 WHERE run.run_id = %(run_id)s::text;
@@ -234,10 +223,7 @@ WHERE run.run_id = %(run_id)s::text
       WHERE current_attempt.run_id = run.run_id
         AND current_attempt.attempt = %(attempt)s::integer
         AND current_attempt.status IN ('claimed', 'running', 'waiting')
-        AND NOT EXISTS (
-            SELECT 1 FROM __schema__.attempts AS newer
-            WHERE newer.run_id = current_attempt.run_id AND newer.attempt > current_attempt.attempt
-        )
+        AND NOT {{newer_attempt_exists(current_attempt.run_id, current_attempt.attempt)}}
   )
 RETURNING run.run_id;
 

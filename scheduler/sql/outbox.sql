@@ -101,41 +101,21 @@ ORDER BY leased.run_id, leased.created_at, leased.event_id;
 
 -- name: outbox_ack
 -- Acknowledge a delivered prefix: delivered, lease cleared; only rows this drainer still holds (OBX-6).
-UPDATE __schema__.outbox AS fact
-SET delivered_at = clock_timestamp(), lease_owner = NULL, lease_expires_at = NULL
-WHERE fact.event_id = ANY (%(event_ids)s::text[])
-  AND fact.lease_owner = %(lease_owner)s::text
-  AND fact.delivered_at IS NULL
-RETURNING fact.event_id;
+{{acknowledge_facts(%(event_ids)s::text[], %(lease_owner)s::text)}};
 
 -- name: run_ledger_store_and_ack
 -- The built-in receiver (OBX-10): store the prefix's ledger events idempotently by event id and acknowledge the facts, in one statement.
 WITH stored AS (
-    INSERT INTO __schema__.run_ledger_events (event_id, run_id, event_type, occurred_at, payload_json)
-    SELECT event.event_id, event.run_id, event.event_type, event.occurred_at, event.payload
-    FROM jsonb_to_recordset(%(events)s::jsonb)
-         AS event(event_id text, run_id text, event_type text, occurred_at timestamptz, payload jsonb)
-    ON CONFLICT (event_id) DO NOTHING
-    RETURNING event_id
+    {{store_ledger_events(%(events)s::jsonb)}}
 ), acked AS (
-    UPDATE __schema__.outbox AS fact
-    SET delivered_at = clock_timestamp(), lease_owner = NULL, lease_expires_at = NULL
-    WHERE fact.event_id = ANY (%(event_ids)s::text[])
-      AND fact.lease_owner = %(lease_owner)s::text
-      AND fact.delivered_at IS NULL
-    RETURNING fact.event_id
+    {{acknowledge_facts(%(event_ids)s::text[], %(lease_owner)s::text)}}
 )
 SELECT (SELECT count(*) FROM stored) AS stored,
        (SELECT coalesce(array_agg(acked.event_id), '{}'::text[]) FROM acked) AS acked_event_ids;
 
 -- name: run_ledger_store_events
 -- The built-in receiver's HTTP endpoint: store posted events idempotently by event id (OBX-10).
-INSERT INTO __schema__.run_ledger_events (event_id, run_id, event_type, occurred_at, payload_json)
-SELECT event.event_id, event.run_id, event.event_type, event.occurred_at, event.payload
-FROM jsonb_to_recordset(%(events)s::jsonb)
-     AS event(event_id text, run_id text, event_type text, occurred_at timestamptz, payload jsonb)
-ON CONFLICT (event_id) DO NOTHING
-RETURNING event_id;
+{{store_ledger_events(%(events)s::jsonb)}};
 
 -- name: outbox_fail_prefix
 -- A failed delivery: the head counts an attempt, backs off or is marked failed past the maximum; the whole prefix's lease is returned (OBX-6).
@@ -174,14 +154,6 @@ UPDATE __schema__.outbox AS fact
 SET failed_at = NULL, next_attempt_at = NULL, attempt_count = 0, last_error = NULL
 WHERE fact.event_id = %(event_id)s::text AND fact.failed_at IS NOT NULL AND fact.delivered_at IS NULL
 RETURNING fact.event_id;
-
--- name: outbox_metrics
--- Delivery gauges: undelivered, failed heads, oldest undelivered age in seconds.
-SELECT count(*) AS undelivered,
-       count(*) FILTER (WHERE failed_at IS NOT NULL) AS failed_heads,
-       coalesce(extract(epoch FROM now() - min(created_at)), 0)::double precision AS oldest_undelivered_seconds
-FROM __schema__.outbox
-WHERE delivered_at IS NULL;
 
 -- name: runs_read_array_input_intent
 -- The run's array-input intent, read under the claim's run lock; only after the catalog shows the column (SCH-3).

@@ -1,10 +1,10 @@
 -- name: schema_deploy_try_lock
 -- Try the session-level advisory lock that serializes schema deploys of this schema.
-SELECT pg_try_advisory_lock(hashtext('runtime_scheduler.deploy:' || %(schema)s::text)) AS locked;
+SELECT pg_try_advisory_lock({{deploy_lock_key(%(schema)s::text)}}) AS locked;
 
 -- name: schema_deploy_unlock
 -- Release the schema deploy lock taken by schema_deploy_try_lock.
-SELECT pg_advisory_unlock(hashtext('runtime_scheduler.deploy:' || %(schema)s::text)) AS unlocked;
+SELECT pg_advisory_unlock({{deploy_lock_key(%(schema)s::text)}}) AS unlocked;
 
 -- name: schema_create
 -- Create the scheduler schema if it is missing (run under the deploy lock).

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from scheduler import admission
-from scheduler.api.auth import mint_runner_token
+from scheduler.runs import admission
+from scheduler.runs.tokens import mint_runner_token
 from tests import factories
 from tests.factories import one
 

@@ -5,8 +5,8 @@ import json
 import pytest
 from django.test import Client
 
-from scheduler import settler
-from scheduler.api.auth import mint_runner_token
+from scheduler.runs import settler
+from scheduler.runs.tokens import mint_runner_token
 from tests import factories
 from tests.concurrency import threads
 

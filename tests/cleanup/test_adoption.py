@@ -4,7 +4,7 @@ import datetime as dt
 
 import pytest
 
-from scheduler import cleanup
+from scheduler.cleanup import obligations
 from tests import factories
 from tests.cleanup.factories import event, legacy, legacy_rows, v2, v2_rows
 from tests.factories import one
@@ -21,14 +21,14 @@ def test_a__null_domain_duplicate_settled_at_the_earliest_confirmation():
     event("sb-1", "provider_delete_confirmed", T2, providerOutcome="deleted", routingDomain="org-a")
     event("sb-1", "provider_delete_confirmed", T1, providerOutcome="deleted", routingDomain="org-a")
     event("sb-1", "provider_delete_confirmed", T1 - dt.timedelta(hours=1), providerOutcome="deleted", routingDomain="org-b")
-    assert cleanup.adopt()["settled_duplicates"] == 1
+    assert obligations.adopt()["settled_duplicates"] == 1
     assert v2_rows() == [("daytona", "sb-1", None, "deleted", T1), ("daytona", "sb-1", "org-a", "deleted", None)]
 
 
 def test_b__legacy_proven_by_a_v2_tombstone__deleted_at_the_tombstones_time_and_not_copied():
     legacy("sb-2", routing_domain="org-a")
     v2("sb-2", routing_domain="org-a", status="deleted", deleted_at=T2)
-    assert cleanup.adopt() == {"settled_duplicates": 0, "settled_legacy": 1, "copied": 0}
+    assert obligations.adopt() == {"settled_duplicates": 0, "settled_legacy": 1, "copied": 0}
     assert legacy_rows() == [("sb-2", "org-a", "deleted", T2)]
 
 
@@ -36,7 +36,7 @@ def test_b__null_domain_legacy_proven_by_a_confirmation__deleted_at_its_time():
     legacy("sb-3", routing_domain=None)
     v2("sb-3", routing_domain="org-a", status="deleted", deleted_at=T3)
     event("sb-3", "provider_delete_confirmed", T2, providerOutcome="deleted", routingDomain="org-a")
-    cleanup.adopt()
+    obligations.adopt()
     assert legacy_rows() == [("sb-3", None, "deleted", T3)]
     assert one("SELECT count(*) FROM sandbox_cleanup_jobs_v2 WHERE routing_domain IS NULL") == 0
 
@@ -49,14 +49,14 @@ def test_b__legacy_time_from_the_earliest_confirmation_deleted_or_already_absent
     if "already_absent" in outcomes:
         event("sb-4", "provider_delete_confirmed", T1, routing_domain="org-a", providerOutcome="already_absent", routingDomain="org-a")
     event("sb-4", "provider_delete_confirmed", T1 - dt.timedelta(hours=1), routing_domain="org-a", providerOutcome="failed", routingDomain="org-a")
-    cleanup.adopt()
+    obligations.adopt()
     assert legacy_rows() == [("sb-4", "org-a", "deleted", expected)]
 
 
 def test_d__unproven_legacy_copied_to_v2_as_daytona():
     legacy("sb-5", routing_domain="org-a")
     legacy("sb-6", routing_domain=None, status="blocked")
-    assert cleanup.adopt()["copied"] == 2
+    assert obligations.adopt()["copied"] == 2
     rows = {(r[1], r[2]): r[3] for r in v2_rows()}
     assert rows == {("sb-5", "org-a"): "pending", ("sb-6", None): "blocked"}
     assert [row[2] for row in legacy_rows()] == ["pending", "blocked"]
@@ -68,28 +68,28 @@ def test_adoption__a_second_run_changes_nothing():
     v2("sb-9", routing_domain=None)
     v2("sb-9", routing_domain="org-a", status="deleted", deleted_at=T1)
     event("sb-9", "provider_delete_confirmed", T1, providerOutcome="deleted", routingDomain="org-a")
-    cleanup.adopt()
+    obligations.adopt()
     before = factories.table_state()
-    assert cleanup.adopt() == {"settled_duplicates": 0, "settled_legacy": 0, "copied": 0}
+    assert obligations.adopt() == {"settled_duplicates": 0, "settled_legacy": 0, "copied": 0}
     assert factories.table_state() == before
 
 
 def test_preflight__nothing_pending__repair_skipped_and_v2_still_claimed():
     legacy("sb-old", status="deleted")
     v2("sb-live", provider="local")
-    assert cleanup.adoption_pending() is False
-    jobs, adopted = cleanup.claim(["local"], "owner")
+    assert obligations.adoption_pending() is False
+    jobs, adopted = obligations.claim(["local"], "owner")
     assert adopted is None
     assert [job.sandbox_id for job in jobs] == ["sb-live"]
 
 
 def test_preflight__pending_legacy__repair_runs_before_the_claim():
     legacy("sb-new", routing_domain="org-a")
-    assert cleanup.adoption_pending() is True
-    jobs, adopted = cleanup.claim(["daytona"], "owner")
+    assert obligations.adoption_pending() is True
+    jobs, adopted = obligations.claim(["daytona"], "owner")
     assert adopted["copied"] == 1 and [job.sandbox_id for job in jobs] == ["sb-new"]
 
 
 def test_claim__empty_provider_list_returns_nothing():
     v2("sb-x", provider="local")
-    assert cleanup.claim([], "owner") == ([], None)
+    assert obligations.claim([], "owner") == ([], None)

@@ -5,10 +5,8 @@ import json
 
 import pytest
 
-from scheduler import cleanup
+from scheduler.cleanup import billing_sweep, obligations, sandbox_sweep
 from scheduler.providers import ProviderError, ReadBack
-from scheduler.sweeps import billing as billing_sweep
-from scheduler.sweeps import cleanup as cleanup_sweep
 from tests import factories
 from tests.cleanup.factories import event, legacy, v2
 from tests.factories import loads, one, query
@@ -19,14 +17,12 @@ T1 = dt.datetime(2026, 5, 1, 10, 0, tzinfo=dt.UTC)
 
 def settled_run(provider="daytona", routing_domain="org-a", launch=None):
     parked = factories.parked_run(provider=provider, routing_domain=routing_domain, launch=launch or {})
-    from scheduler import terminal
-
-    terminal.ingest_runner_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
+    factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
     return parked
 
 
 def claimed_job(provider="daytona"):
-    jobs, _ = cleanup.claim([provider], "owner")
+    jobs, _ = obligations.claim([provider], "owner")
     assert len(jobs) == 1
     return jobs[0]
 
@@ -36,8 +32,8 @@ def test_completion__completed_at_the_first_acceptance_with_billing_end_and_conf
     job = claimed_job()
     event(job.sandbox_id, "provider_delete_accepted", T1 + dt.timedelta(seconds=3), run_id=job.run_id, routing_domain="org-a", routingDomain="org-a")
     event(job.sandbox_id, "provider_delete_accepted", T1, run_id=job.run_id, routing_domain="org-a", routingDomain="org-a")
-    assert cleanup.read_acceptance(job) == {"acceptedAtMs": int(T1.timestamp() * 1000), "organizationId": "org-a"}
-    assert cleanup.complete(job, "owner", "deleted", "org-a") == "completed"
+    assert obligations.read_acceptance(job) == {"acceptedAtMs": int(T1.timestamp() * 1000), "organizationId": "org-a"}
+    assert obligations.complete(job, "owner", "deleted", "org-a") == "completed"
     status, deleted_at, confirmed_at = one("SELECT status, deleted_at, delete_confirmed_at FROM sandbox_cleanup_jobs_v2")
     assert (status, deleted_at) == ("deleted", T1) and confirmed_at > T1
     resources = loads(one("SELECT runtime_resources_json FROM runs WHERE run_id = %s", [parked.run_id]))
@@ -51,20 +47,20 @@ def test_completion__without_acceptance__now_and_legacy_row_completed_for_dayton
     legacy(parked.sandbox_id, run_id=parked.run_id, routing_domain="org-a")
     query("UPDATE sandbox_cleanup_jobs SET status = 'pending'")
     job = claimed_job()
-    assert cleanup.complete(job, "owner", "already_absent", "org-a") == "completed"
+    assert obligations.complete(job, "owner", "already_absent", "org-a") == "completed"
     assert one("SELECT status FROM sandbox_cleanup_jobs") == "deleted"
 
 
 def test_completion__already_deleted_lease_lost_missing_and_wrong_domain():
     parked = settled_run()
     job = claimed_job()
-    assert cleanup.complete(job, "another-owner", "deleted") == "lease_lost"
-    wrong = cleanup.Job(job.provider, job.sandbox_id, job.run_id, job.attempt, job.environment, "org-z", 1, 0)
-    assert cleanup.complete(wrong, "owner", "deleted") == "wrong_routing_domain"
-    missing = cleanup.Job(job.provider, "sb-nowhere", job.run_id, job.attempt, job.environment, "org-a", 1, 0)
-    assert cleanup.complete(missing, "owner", "deleted") == "missing_obligation"
-    assert cleanup.complete(job, "owner", "deleted") == "completed"
-    assert cleanup.complete(job, "owner", "deleted") == "already_deleted"
+    assert obligations.complete(job, "another-owner", "deleted") == "lease_lost"
+    wrong = obligations.Job(job.provider, job.sandbox_id, job.run_id, job.attempt, job.environment, "org-z", 1, 0)
+    assert obligations.complete(wrong, "owner", "deleted") == "wrong_routing_domain"
+    missing = obligations.Job(job.provider, "sb-nowhere", job.run_id, job.attempt, job.environment, "org-a", 1, 0)
+    assert obligations.complete(missing, "owner", "deleted") == "missing_obligation"
+    assert obligations.complete(job, "owner", "deleted") == "completed"
+    assert obligations.complete(job, "owner", "deleted") == "already_deleted"
     assert one("SELECT count(*) FROM sandbox_cleanup_events_v2 WHERE event_type = 'provider_delete_confirmed'") == 1
     assert parked.run_id
 
@@ -72,7 +68,7 @@ def test_completion__already_deleted_lease_lost_missing_and_wrong_domain():
 def test_completion__null_routing_domain_filled_from_the_observed_one():
     v2("sb-n", provider="daytona", run_id="run-n", routing_domain=None)
     job = claimed_job()
-    assert cleanup.complete(job, "owner", "deleted", "org-seen") == "completed"
+    assert obligations.complete(job, "owner", "deleted", "org-seen") == "completed"
     assert one("SELECT routing_domain FROM sandbox_cleanup_jobs_v2") == "org-seen"
 
 
@@ -89,19 +85,27 @@ class FlakyProvider:
 
 def test_failures__back_off_then_block_past_the_limit__permanent_blocks_at_once__unblock():
     v2("sb-f", provider="local", run_id="run-f")
-    result = cleanup_sweep.run_once(["local"], "owner", provider_for=lambda name: FlakyProvider(ProviderError("503")))
+    result = sandbox_sweep.run_once(["local"], "owner", provider_for=lambda name: FlakyProvider(ProviderError("503")))
     assert result.counts["retried"] == 1
     status, failures, available = one("SELECT status, failure_count, available_at > now() FROM sandbox_cleanup_jobs_v2")
     assert (status, failures, available) == ("pending", 1, True)
     query("UPDATE sandbox_cleanup_jobs_v2 SET available_at = now(), failure_count = 7")
-    cleanup_sweep.run_once(["local"], "owner", provider_for=lambda name: FlakyProvider(ProviderError("503")))
+    sandbox_sweep.run_once(["local"], "owner", provider_for=lambda name: FlakyProvider(ProviderError("503")))
     assert one("SELECT status, block_reason FROM sandbox_cleanup_jobs_v2") == ("blocked", "503")
-    assert cleanup.unblock("local", "sb-f", None) is True
+    assert obligations.unblock("local", "sb-f", None) is True
     assert one("SELECT status, failure_count FROM sandbox_cleanup_jobs_v2") == ("pending", 0)
-    result = cleanup_sweep.run_once(["local"], "owner",
+    result = sandbox_sweep.run_once(["local"], "owner",
                                     provider_for=lambda name: FlakyProvider(ProviderError("no key", permanent=True)))
     assert result.counts["blocked"] == 1
     assert one("SELECT count(*) FROM sandbox_cleanup_events_v2 WHERE event_type = 'provider_delete_failed'") == 3
+
+
+def test_failures__a_rate_limit_retry_after_is_the_earliest_retry():
+    """Daytona answers 429 with Retry-After: the backoff never retries sooner (first failure backs off 5..10 s)."""
+    v2("sb-r", provider="local", run_id="run-r")
+    limited = ProviderError("Daytona rate-limited delete", retry_after=900)
+    assert sandbox_sweep.run_once(["local"], "owner", provider_for=lambda name: FlakyProvider(limited)).counts["retried"] == 1
+    assert one("SELECT available_at >= now() + interval '899 seconds' FROM sandbox_cleanup_jobs_v2") is True
 
 
 def billed_run(resources, timeout_seconds=600):

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from scheduler.api.auth import runner_claims
+from scheduler.runs.tokens import runner_claims
 from tests.support import run_manage, current_database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -19,7 +19,7 @@ def test_launch_run__prints_the_run_id():
     assert result.returncode == 0, result.stderr
     run_id = result.stdout.strip()
     assert run_id.startswith("run_")
-    status = manage("shell", "-c", f"from scheduler import lifecycle; print(lifecycle.run_status('{run_id}')['status'])")
+    status = manage("shell", "-c", f"from scheduler.runs import lifecycle; print(lifecycle.run_status('{run_id}').status)")
     assert status.stdout.strip().splitlines()[-1] == "queued"
 
 
@@ -53,7 +53,7 @@ def test_release_admission__close_show_open_and_refusals():
 
 def test_mint_runner_token__scoped_to_the_current_lease():
     run_id = manage("launch_run", "--play", "p").stdout.strip()
-    claim = manage("shell", "-c", "from scheduler import lifecycle; c = lifecycle.claim_runs(1)[0]; print(c.lease_token)")
+    claim = manage("shell", "-c", "from scheduler.runs import lifecycle; c = lifecycle.claim_queued_runs(1)[0]; print(c.lease_token)")
     lease = claim.stdout.strip().splitlines()[-1]
     minted = manage("mint_runner_token", run_id, "1")
     assert minted.returncode == 0, minted.stderr

@@ -2,7 +2,7 @@
 
 import pytest
 
-from scheduler import cleanup
+from scheduler.cleanup import obligations
 from tests.cleanup.factories import event, legacy, v2
 from tests.concurrency import threads
 from tests.factories import one
@@ -19,7 +19,7 @@ def test_two_adopters_at_once__no_deadlock_no_duplicate():
         if i % 3 == 0:
             v2(f"sb-{i}", routing_domain=None)
     for _ in range(10):
-        first, second = threads.run_together(lambda: cleanup.claim(["daytona"], "a"), lambda: cleanup.claim(["daytona"], "b"))
+        first, second = threads.run_together(lambda: obligations.claim(["daytona"], "a"), lambda: obligations.claim(["daytona"], "b"))
         first.get(), second.get()
     assert one("SELECT count(*) FROM sandbox_cleanup_jobs WHERE status <> 'deleted'") == 15
     assert one("SELECT count(*) FROM (SELECT sandbox_id FROM sandbox_cleanup_jobs_v2 WHERE status <> 'deleted' "

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from django.db import connection, transaction
 
-from scheduler import settler, terminal
+from scheduler.runs import settlement, settler
 from tests import factories
 from tests.concurrency import threads
 from tests.support import connect
@@ -33,13 +33,13 @@ def _settle_statement_blocked() -> bool:
         return cursor.fetchone()[0] > 0
 
 
-def _submit_behind_a_held_run(group: settler.BatchSettler, items: list[terminal.Settlement]):
+def _submit_behind_a_held_run(group: settler.BatchSettler, items: list[settlement.Settlement]):
     """Block the settler on a first run's lock, queue `items` from their own threads together, then let go."""
     blocker = factories.parked_run()
     with connect(autocommit=False) as holder:
         holder.execute("SELECT 1 FROM runtime_scheduler.runs WHERE run_id = %s FOR UPDATE", [blocker.run_id])
         first = threads.start(lambda: group.settle(
-            terminal.Settlement(blocker.run_id, 1, blocker.lease_token, factories.completed_result())))
+            settlement.Settlement(blocker.run_id, 1, blocker.lease_token, factories.completed_result())))
         _wait_for(_settle_statement_blocked, "the settler waits on the held run")
         barrier = threading.Barrier(len(items))
         started = [threads.start(lambda item=item: group.settle(item), barrier=barrier) for item in items]
@@ -48,7 +48,7 @@ def _submit_behind_a_held_run(group: settler.BatchSettler, items: list[terminal.
     for thread, _ in [first, *started]:
         thread.join(timeout=60)
         assert not thread.is_alive()
-    assert first[1].get()["run_status"] == "completed"
+    assert first[1].get().run_status == "completed"
     return [outcome for _, outcome in started]
 
 
@@ -61,11 +61,11 @@ def group():
 
 def test_concurrent_terminals__share_statements_and_each_gets_its_own_answer(group):
     parked = [factories.parked_run() for _ in range(16)]
-    items = [terminal.Settlement(p.run_id, 1, p.lease_token, factories.completed_result({"n": i}))
+    items = [settlement.Settlement(p.run_id, 1, p.lease_token, factories.completed_result({"n": i}))
              for i, p in enumerate(parked)]
     outcomes = _submit_behind_a_held_run(group, items)
     answers = [outcome.get() for outcome in outcomes]
-    assert [(a["run_id"], a["run_status"], a["is_this_result"]) for a in answers] == \
+    assert [(a.run_id, a.run_status, a.is_this_result) for a in answers] == \
         [(p.run_id, "completed", True) for p in parked]
     # One statement for the held run, then two of eight for the sixteen queued together.
     assert group.statements == 3
@@ -76,14 +76,14 @@ def test_concurrent_terminals__share_statements_and_each_gets_its_own_answer(gro
 
 def test_a_failing_item__its_neighbours_still_settle_and_only_its_caller_sees_the_error(group):
     good = [factories.parked_run() for _ in range(2)]
-    items = [terminal.Settlement(good[0].run_id, 1, good[0].lease_token, factories.completed_result()),
-             terminal.Settlement("run-with-an-impossible-attempt", 2**40, "lease", factories.completed_result()),
-             terminal.Settlement(good[1].run_id, 1, "not-the-lease", factories.completed_result())]
+    items = [settlement.Settlement(good[0].run_id, 1, good[0].lease_token, factories.completed_result()),
+             settlement.Settlement("run-with-an-impossible-attempt", 2**40, "lease", factories.completed_result()),
+             settlement.Settlement(good[1].run_id, 1, "not-the-lease", factories.completed_result())]
     first, bad, wrong_lease = _submit_behind_a_held_run(group, items)
-    assert first.get()["run_status"] == "completed"
+    assert first.get().run_status == "completed"
     with pytest.raises(psycopg.errors.NumericValueOutOfRange):
         bad.get()
-    assert wrong_lease.get()["lease_matches"] is False
+    assert wrong_lease.get().lease_matches is False
     assert factories.one("SELECT status FROM runtime_scheduler.runs WHERE run_id = %s", [good[1].run_id]) == "waiting"
 
 
@@ -91,31 +91,31 @@ def test_a_caller_inside_a_transaction__settles_on_its_own_connection_and_rolls_
     parked = factories.parked_run()
     with pytest.raises(RuntimeError):
         with transaction.atomic():
-            answer = settler.settle(terminal.Settlement(parked.run_id, 1, parked.lease_token, factories.completed_result()))
-            assert answer["run_status"] == "completed"
+            answer = settler.settle(settlement.Settlement(parked.run_id, 1, parked.lease_token, factories.completed_result()))
+            assert answer.run_status == "completed"
             raise RuntimeError("the caller's work fails")
     assert factories.one("SELECT status FROM runtime_scheduler.runs WHERE run_id = %s", [parked.run_id]) == "waiting"
 
 
 def test_the_same_run_twice_in_one_queue__settles_once_in_separate_statements(group):
     parked = factories.parked_run()
-    items = [terminal.Settlement(parked.run_id, 1, parked.lease_token, factories.completed_result({"n": n}))
+    items = [settlement.Settlement(parked.run_id, 1, parked.lease_token, factories.completed_result({"n": n}))
              for n in range(2)]
     outcomes = _submit_behind_a_held_run(group, items)
     answers = [outcome.get() for outcome in outcomes]
-    assert sorted(a["run_status"] is not None for a in answers) == [False, True]
+    assert sorted(a.run_status is not None for a in answers) == [False, True]
     assert group.statements == 3
 
 
 def test_close__settles_what_is_queued_then_refuses():
     group = settler.BatchSettler(max_batch=8)
     parked = factories.parked_run()
-    assert group.settle(terminal.Settlement(parked.run_id, 1, parked.lease_token,
-                                            factories.completed_result()))["run_status"] == "completed"
+    assert group.settle(settlement.Settlement(parked.run_id, 1, parked.lease_token,
+                                            factories.completed_result())).run_status == "completed"
     group.close()
     assert not group._thread.is_alive()
     with pytest.raises(RuntimeError, match="closed"):
-        group.settle(terminal.Settlement(parked.run_id, 1, parked.lease_token, factories.completed_result()))
+        group.settle(settlement.Settlement(parked.run_id, 1, parked.lease_token, factories.completed_result()))
 
 
 def test_two_batches_over_the_same_runs_in_opposite_orders__no_deadlock_and_one_verdict_each():
@@ -123,15 +123,15 @@ def test_two_batches_over_the_same_runs_in_opposite_orders__no_deadlock_and_one_
         parked = [factories.parked_run(max_attempts=1) for _ in range(20)]
         # Different companions make the two batches' sets (and any hash order over them) differ.
         companions = [factories.parked_run(max_attempts=1) for _ in range(40)]
-        forward = [terminal.Settlement(p.run_id, 1, p.lease_token, factories.completed_result({"by": "forward"}))
+        forward = [settlement.Settlement(p.run_id, 1, p.lease_token, factories.completed_result({"by": "forward"}))
                    for p in parked + companions[:20]]
-        backward = [terminal.Settlement(p.run_id, 1, p.lease_token, factories.failed_result("runner_lost"))
+        backward = [settlement.Settlement(p.run_id, 1, p.lease_token, factories.failed_result("runner_lost"))
                     for p in list(reversed(parked)) + companions[20:]]
-        first, second = threads.run_together(lambda: terminal.settle_attempts(forward),
-                                             lambda: terminal.settle_attempts(backward))
+        first, second = threads.run_together(lambda: settlement.settle_attempts(forward),
+                                             lambda: settlement.settle_attempts(backward))
         answers = first.get() + second.get()  # a deadlock would raise here
         for p in parked:
-            settled = [answer for answer in answers if answer["run_id"] == p.run_id and answer["run_status"]]
+            settled = [answer for answer in answers if answer.run_id == p.run_id and answer.run_status]
             assert len(settled) == 1, settled
         assert factories.one("SELECT count(*) FROM runtime_scheduler.outbox WHERE run_id = ANY(%s) "
                              "AND event_type IN ('run.completed', 'run.failed')",
@@ -140,13 +140,13 @@ def test_two_batches_over_the_same_runs_in_opposite_orders__no_deadlock_and_one_
 
 def test_the_settlers_connection_dies__the_next_batch_reconnects_and_every_item_settles(group):
     first = factories.parked_run()
-    assert group.settle(terminal.Settlement(first.run_id, 1, first.lease_token,
-                                            factories.completed_result()))["run_status"] == "completed"
+    assert group.settle(settlement.Settlement(first.run_id, 1, first.lease_token,
+                                            factories.completed_result())).run_status == "completed"
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
                        " WHERE pid <> pg_backend_pid() AND query LIKE %s", ["%unnest(%"])
         assert cursor.fetchall(), "the settler's backend was found"
     parked = [factories.parked_run() for _ in range(2)]
-    answers = [group.settle(terminal.Settlement(p.run_id, 1, p.lease_token, factories.completed_result()))
+    answers = [group.settle(settlement.Settlement(p.run_id, 1, p.lease_token, factories.completed_result()))
                for p in parked]
-    assert [answer["run_status"] for answer in answers] == ["completed", "completed"]
+    assert [answer.run_status for answer in answers] == ["completed", "completed"]

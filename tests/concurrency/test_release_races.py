@@ -6,7 +6,8 @@ import time
 import pytest
 from django.db import transaction
 
-from scheduler import admission, db
+from scheduler import db
+from scheduler.runs import admission
 from scheduler.errors import ReleaseClosed
 from tests import factories
 from tests.concurrency import threads

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from scheduler import db, terminal
+from scheduler import db
+from scheduler.runs import settlement
 from tests import factories
 from tests.concurrency import threads
 from tests.factories import loads, one, query
@@ -20,7 +21,7 @@ def sweep_verdict(run):
         "expected_heartbeat_at": IDENTITY, "now": None,
         "result": json.dumps(factories.failed_result("runner_lost")), "log_payload": json.dumps({"writer": "sweep"}),
     })
-    settled = terminal.settle_attempt(run.run_id, 1, run.lease_token)
+    settled = settlement.settle_attempt(run.run_id, 1, run.lease_token)
     return recorded, settled
 
 
@@ -30,7 +31,7 @@ def test_runner_terminals_vs_sweep_verdicts__200_trials__one_result_per_attempt(
     outcomes = {"runner": 0, "sweep": 0}
     for run in runs:
         runner, sweep = threads.run_together(
-            lambda run=run: terminal.ingest_runner_terminal(run.run_id, 1, run.lease_token, factories.completed_result()),
+            lambda run=run: factories.report_terminal(run.run_id, 1, run.lease_token, factories.completed_result()),
             lambda run=run: sweep_verdict(run),
         )
         runner_answer, (verdict_rows, _) = runner.get(), sweep.get()

@@ -5,8 +5,8 @@ import threading
 import pytest
 from django.db import transaction
 
-from scheduler import lifecycle, terminal
-from tests import factories
+from scheduler.runs import lifecycle, settlement
+from tests import factories, recording
 from tests.concurrency import threads
 from tests.factories import loads, one, query
 
@@ -21,17 +21,17 @@ def test_runner_terminal_vs_synthetic_loss__200_trials__one_result_the_first_wri
     winners = {"runner": 0, "sweep": 0}
     for run in parked:
         def runner(run=run):
-            return terminal.ingest_runner_terminal(
+            return factories.report_terminal(
                 run.run_id, 1, run.lease_token, factories.completed_result({"writer": "runner"}),
                 log_payload={"writer": "runner"},
             )
 
         def sweep(run=run):
-            outcome = terminal.record_runner_terminal(
+            outcome = recording.record_runner_terminal(
                 run.run_id, 1, factories.failed_result("runner_lost", writer="sweep"),
                 log_payload={"writer": "sweep"}, expected_heartbeat_identity=IDENTITY,
             )
-            terminal.settle_attempt(run.run_id, 1, run.lease_token)
+            settlement.settle_attempt(run.run_id, 1, run.lease_token)
             return outcome
 
         runner_outcome, sweep_outcome = threads.run_together(runner, sweep)
@@ -56,12 +56,12 @@ def test_runner_terminal_vs_synthetic_loss__200_trials__one_result_the_first_wri
 
 def test_array_intent_vs_settlement__never_registered_after_the_terminal_committed():
     parked = factories.parked_run(org_id="org-a")
-    terminal.record_runner_terminal(parked.run_id, 1, factories.completed_result())
+    recording.record_runner_terminal(parked.run_id, 1, factories.completed_result())
     may_commit, holding = threading.Event(), threading.Event()
 
     def settle_and_hold():
         with transaction.atomic():
-            settled = terminal.settle_attempt(parked.run_id, 1, parked.lease_token)
+            settled = settlement.settle_attempt(parked.run_id, 1, parked.lease_token)
             holding.set()
             may_commit.wait(30)
         return settled
@@ -77,7 +77,7 @@ def test_array_intent_vs_settlement__never_registered_after_the_terminal_committ
         may_commit.set()
     settler.join(30)
     registrar.join(30)
-    assert settled.get()["run_status"] == "completed"
+    assert settled.get().run_status == "completed"
     assert registered.get() is False
     assert one("SELECT status, array_input_started FROM runs WHERE run_id = %s", [parked.run_id]) == ("completed", False)
 
@@ -85,14 +85,14 @@ def test_array_intent_vs_settlement__never_registered_after_the_terminal_committ
 def test_array_intent_vs_settlement__200_trials__registered_then_terminal_or_refused():
     parked = [factories.parked_run(org_id="org-a") for _ in range(TRIALS)]
     for run in parked:
-        terminal.record_runner_terminal(run.run_id, 1, factories.completed_result())
+        recording.record_runner_terminal(run.run_id, 1, factories.completed_result())
     seen = set()
     for run in parked:
         registered, settled = threads.run_together(
             lambda run=run: lifecycle.register_array_input_intent(run.run_id, "org-a", 1),
-            lambda run=run: terminal.settle_attempt(run.run_id, 1, run.lease_token),
+            lambda run=run: settlement.settle_attempt(run.run_id, 1, run.lease_token),
         )
-        assert settled.get()["run_status"] == "completed"
+        assert settled.get().run_status == "completed"
         status, started = one("SELECT status, array_input_started FROM runs WHERE run_id = %s", [run.run_id])
         assert status == "completed"
         assert started is registered.get()

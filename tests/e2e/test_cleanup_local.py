@@ -2,10 +2,10 @@
 
 import pytest
 
-from scheduler import dispatch, lifecycle
+from scheduler.runs import dispatch, lifecycle
 from scheduler.providers.registry import get_provider
-from scheduler.sweeps import billing as billing_sweep
-from scheduler.sweeps import cleanup as cleanup_sweep
+from scheduler.cleanup import billing_sweep
+from scheduler.cleanup import sandbox_sweep
 from tests import factories
 from tests.factories import loads, one, query
 from tests.support import wait_for
@@ -30,13 +30,13 @@ def finished_run():
     # The play leaves a process behind in its sandbox, so cleanup has something to delete.
     run_id = factories.launch(launch={"play": {"command": ["sh", "-c", "sleep 300 & exit 0"]}, "sandboxProvider": "local"})
     assert dispatch.run_once(5).counts["parked"] == 1
-    wait_for(lambda: lifecycle.run_status(run_id)["status"] == "completed", "the run completing")
+    wait_for(lambda: lifecycle.run_status(run_id).status == "completed", "the run completing")
     return run_id
 
 
 def test_completed_run__sandbox_deleted_confirmed_and_billed_to_acceptance(local_sandboxes):
     run_id = finished_run()
-    result = cleanup_sweep.run_once(["local"], "cleaner")
+    result = sandbox_sweep.run_once(["local"], "cleaner")
     assert (result.counts["accepted"], result.counts["confirmed"]) == (1, 1)
     status, deleted_at = one("SELECT status, deleted_at FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [run_id])
     accepted_at = one("SELECT created_at FROM sandbox_cleanup_events_v2 WHERE event_type = 'provider_delete_accepted'")
@@ -56,11 +56,11 @@ def test_cleanup_worker_killed_mid_delete__a_later_pass_finishes__billed_once(lo
 
     run_id = finished_run()
     with pytest.raises(KeyboardInterrupt):
-        cleanup_sweep.run_once(["local"], "doomed", provider_for=lambda name: DiesAfterTheDelete())
+        sandbox_sweep.run_once(["local"], "doomed", provider_for=lambda name: DiesAfterTheDelete())
     accepted_at = one("SELECT created_at FROM sandbox_cleanup_events_v2 WHERE event_type = 'provider_delete_accepted'")
     assert one("SELECT status FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [run_id]) == "pending"
     later = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=10)  # past the dead worker's lease
-    result = cleanup_sweep.run_once(["local"], "survivor", now=later)
+    result = sandbox_sweep.run_once(["local"], "survivor", now=later)
     assert (result.counts["accepted"], result.counts["confirmed"]) == (0, 1)
     assert one("SELECT deleted_at FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [run_id]) == accepted_at
     assert one("SELECT count(*) FROM sandbox_cleanup_events_v2 WHERE event_type = 'provider_delete_requested'") == 1
@@ -89,7 +89,7 @@ def the_obliged_sandbox_is_deleted_by_cleanup(run_id: str) -> None:
 
     (sandbox_id,) = [row[0] for row in query("SELECT sandbox_id FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [run_id])]
     assert get_provider("local").read_back(SandboxRef("local", sandbox_id)) is ReadBack.STILL_PRESENT
-    assert cleanup_sweep.run_once(["local"], "cleaner").counts["confirmed"] == 1
+    assert sandbox_sweep.run_once(["local"], "cleaner").counts["confirmed"] == 1
     assert get_provider("local").read_back(SandboxRef("local", sandbox_id)) is ReadBack.DELETED
 
 
@@ -98,19 +98,19 @@ def test_dispatcher_killed_between_start_and_park__the_sweep_finds_its_sandbox_a
     import datetime as dt
 
     from scheduler.conf import scheduler_settings
-    from scheduler.sweeps import liveness
+    from scheduler.runs import liveness
 
     run_id = launched_then_dispatcher_killed_before_park(monkeypatch, "sleep 300")
-    later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=scheduler_settings.CLAIM_LEASE_SECONDS + 1)
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=scheduler_settings.claim_lease_seconds + 1)
     assert liveness.run_once(now=later).counts["dispatch_lost"] == 1
     the_obliged_sandbox_is_deleted_by_cleanup(run_id)
 
 
 def test_dispatcher_killed_before_park_but_the_runner_finishes__its_sandbox_still_cleaned(local_sandboxes, monkeypatch):
-    from scheduler.sweeps import liveness
+    from scheduler.runs import liveness
 
     # The play leaves a process behind, so the sandbox outlives the runner's report.
     run_id = launched_then_dispatcher_killed_before_park(monkeypatch, "sleep 300 & exit 0")
-    wait_for(lambda: lifecycle.run_status(run_id)["status"] == "completed", "the runner reporting")
+    wait_for(lambda: lifecycle.run_status(run_id).status == "completed", "the runner reporting")
     assert liveness.run_once().counts["unparked_reconciled"] == 1
     the_obliged_sandbox_is_deleted_by_cleanup(run_id)

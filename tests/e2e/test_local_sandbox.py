@@ -6,9 +6,9 @@ import signal
 
 import pytest
 
-from scheduler import dispatch, lifecycle
+from scheduler.runs import dispatch, lifecycle
 from scheduler.providers.local import reap_children
-from scheduler.sweeps import liveness
+from scheduler.runs import liveness
 from tests import factories
 from tests.factories import one, query
 from tests.support import wait_for
@@ -36,7 +36,7 @@ def test_runner_killed__runner_lost_once__attempt_two_completes(local_sandboxes)
     assert lost["error"]["code"] == "runner_lost"
 
     assert dispatch.run_once(5).counts["parked"] == 1
-    wait_for(lambda: lifecycle.run_status(run_id)["status"] == "completed", "attempt 2 completing")
+    wait_for(lambda: lifecycle.run_status(run_id).status == "completed", "attempt 2 completing")
     output = factories.loads(one("SELECT terminal_result_json FROM runs WHERE run_id = %s", [run_id]))["output"]
     assert output == {"attempt": 2}
     facts = [row[0] for row in query("SELECT event_type FROM outbox WHERE run_id = %s ORDER BY created_at", [run_id])]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from scheduler import admission
+from scheduler.runs import admission
 from scheduler.errors import InvalidInput, OpeningRefused, ReleaseClosed
 from tests import factories
 

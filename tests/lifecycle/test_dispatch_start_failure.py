@@ -2,7 +2,7 @@
 
 import pytest
 
-from scheduler import dispatch
+from scheduler.runs import dispatch
 from scheduler.providers.registry import get_provider
 from tests import factories
 from tests.factories import loads, one, query

@@ -4,9 +4,10 @@ import datetime as dt
 
 import pytest
 
-from scheduler import lifecycle, terminal
+from scheduler.api import parsing, responses
 from scheduler.errors import InvalidInput, NotFound
-from tests import factories
+from scheduler.runs import lifecycle
+from tests import factories, recording
 from tests.factories import one, query
 
 pytestmark = pytest.mark.django_db
@@ -34,7 +35,7 @@ def test_launch__inserts_queued_run_and_run_created_fact():
 ])
 def test_launch__bad_input__clear_error(body, message):
     with pytest.raises(InvalidInput, match=message):
-        lifecycle.parse_launch_request(body)
+        parsing.launch_request(body)
 
 
 def test_claim__creates_attempt_with_lease_moves_run_and_writes_started():
@@ -45,7 +46,7 @@ def test_claim__creates_attempt_with_lease_moves_run_and_writes_started():
     assert one("SELECT status FROM attempts WHERE run_id = %s", [run_id]) == "claimed"
     assert one("SELECT lease_expires_at > now() FROM attempts WHERE run_id = %s", [run_id]) is True
     assert one("SELECT count(*) FROM outbox WHERE event_id = %s", [f"{run_id}:1:run.started"]) == 1
-    assert lifecycle.claim_runs(5) == []
+    assert lifecycle.claim_queued_runs(5) == []
 
 
 def test_park__waiting_with_detached_suspension_and_resource():
@@ -72,13 +73,13 @@ def test_park__wrong_lease__parks_nothing():
 def test_heartbeat__current_attempt__bumps_and_reports_identity():
     parked = factories.parked_run()
     beat = lifecycle.heartbeat(parked.run_id, parked.attempt, parked.lease_token)
-    assert beat["current"] is True and beat["cancelRequested"] is False
+    assert beat.current is True and beat.cancel_requested is False
     stored = one(
         "SELECT to_char(heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') FROM attempts WHERE run_id = %s",
         [parked.run_id],
     )
-    assert beat["heartbeatIdentity"] == stored
-    assert terminal.HEARTBEAT_IDENTITY.fullmatch(stored)
+    assert beat.heartbeat_identity == stored
+    assert recording.HEARTBEAT_IDENTITY.fullmatch(stored)
 
 
 @pytest.mark.parametrize("fence", ["lease", "newer_attempt", "terminal_run", "other_attempt"])
@@ -94,14 +95,14 @@ def test_heartbeat__not_current__bumps_nothing(fence):
     else:
         attempt = 2
     beat = lifecycle.heartbeat(parked.run_id, attempt, lease)
-    assert beat["current"] is False and beat["heartbeatIdentity"] is None
+    assert beat.current is False and beat.heartbeat_identity is None
     assert one("SELECT heartbeat_at FROM attempts WHERE run_id = %s AND attempt = 1", [parked.run_id]) is None
 
 
 def test_cancel__queued_run__cancelled_directly_with_fact():
     run_id = factories.launch()
     answer = lifecycle.cancel_run(run_id)
-    assert answer["cancelledNow"] is True
+    assert answer.cancelled_now is True
     assert one("SELECT status FROM runs WHERE run_id = %s", [run_id]) == "cancelled"
     assert one("SELECT count(*) FROM outbox WHERE event_id = %s", [f"{run_id}:run.cancelled"]) == 1
     assert one("SELECT count(*) FROM compute_billing_jobs_v2 WHERE run_id = %s", [run_id]) == 1
@@ -110,15 +111,15 @@ def test_cancel__queued_run__cancelled_directly_with_fact():
 def test_cancel__waiting_run__queued_and_told_by_next_heartbeat():
     parked = factories.parked_run()
     answer = lifecycle.cancel_run(parked.run_id)
-    assert (answer["cancelQueued"], answer["cancelledNow"]) == (True, False)
+    assert (answer.cancel_queued, answer.cancelled_now) == (True, False)
     assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "waiting"
-    assert lifecycle.heartbeat(parked.run_id, parked.attempt, parked.lease_token)["cancelRequested"] is True
+    assert lifecycle.heartbeat(parked.run_id, parked.attempt, parked.lease_token).cancel_requested is True
 
 
 def test_cancel__then_failed_terminal__settles_cancelled_without_retry():
     parked = factories.parked_run()
     lifecycle.cancel_run(parked.run_id)
-    terminal.ingest_runner_terminal(parked.run_id, parked.attempt, parked.lease_token,
+    factories.report_terminal(parked.run_id, parked.attempt, parked.lease_token,
                                     factories.failed_result("runner_lost"))
     assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "cancelled"
 
@@ -131,22 +132,22 @@ def test_cancel__unknown_run__not_found():
 def test_status__snapshot_without_secrets_and_with_queried_schema():
     run_id = factories.launch(launch={"executorToken": "secret-executor", "runtimeBackend": "detached"},
                               run_log_store="planet_scale", definition_scope="org")
-    snapshot = lifecycle.run_status(run_id)
+    snapshot = responses.run_snapshot(lifecycle.run_status(run_id))
     assert snapshot["schedulerSchema"] == "runtime_scheduler"
     assert snapshot["runLogStore"] == "planet_scale"
     assert snapshot["runtimeBackend"] == "detached"
     assert "definitionScope" not in snapshot
     assert "secret-executor" not in str(snapshot)
-    assert lifecycle.run_status(run_id, include_definition_scope=True)["definitionScope"] == "org"
-    assert "runLogStore" not in lifecycle.run_status(factories.launch())
+    assert responses.run_snapshot(lifecycle.run_status(run_id), include_definition_scope=True)["definitionScope"] == "org"
+    assert "runLogStore" not in responses.run_snapshot(lifecycle.run_status(factories.launch()))
 
 
 def test_standing__reports_run_attempt_and_superseded():
     parked = factories.parked_run()
-    assert lifecycle.attempt_standing(parked.run_id, 1) == {"runStatus": "waiting", "attemptStatus": "waiting", "superseded": False}
+    assert responses.standing(lifecycle.attempt_standing(parked.run_id, 1)) == {"runStatus": "waiting", "attemptStatus": "waiting", "superseded": False}
     query("INSERT INTO attempts (run_id, attempt, status) VALUES (%s, 2, 'released')", [parked.run_id])
-    assert lifecycle.attempt_standing(parked.run_id, 1)["superseded"] is True
-    assert lifecycle.attempt_standing(parked.run_id, 7)["attemptStatus"] is None
+    assert lifecycle.attempt_standing(parked.run_id, 1).superseded is True
+    assert lifecycle.attempt_standing(parked.run_id, 7).attempt_status is None
     assert lifecycle.attempt_standing("run_missing", 1) is None
 
 
@@ -165,7 +166,7 @@ def test_facts__created_at_strictly_increases_per_run_even_if_clock_is_behind():
     parked = factories.parked_run()
     # Pretend an earlier fact was written with a clock an hour ahead.
     query("UPDATE outbox SET created_at = now() + interval '1 hour' WHERE event_id = %s", [f"{parked.run_id}:1:run.waiting"])
-    terminal.ingest_runner_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result(),
+    factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result(),
                                     progress_events=[{"n": 1}, {"n": 2}])
     rows = query("SELECT event_type, created_at FROM outbox WHERE run_id = %s ORDER BY created_at, event_id", [parked.run_id])
     assert [row[0] for row in rows] == ["run.created", "run.started", "run.waiting", "run.progress", "run.progress", "run.completed"]

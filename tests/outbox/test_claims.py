@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from scheduler import delivery, outbox
+from scheduler.outbox import claims, delivery
 from scheduler.errors import InvalidInput
-from scheduler.sweeps import outbox as drainer
+from scheduler.outbox import drainer
 from tests import factories
 from tests.factories import one, query
 from tests.outbox.factories import backlog_run
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 
 def order(priority):
-    return [row["run_id"] for row in outbox.list_ready_runs("ledger", priority, 10)]
+    return [row["run_id"] for row in claims.list_ready_runs("ledger", priority, 10)]
 
 
 def test_admission_first_and_oldest_ready__the_two_documented_orders():
@@ -44,12 +44,12 @@ def test_ready__failed_head_backoff_and_live_lease_keep_a_run_out():
 
 def test_claim__causal_prefix_of_at_most_eight_under_one_lease():
     ids = backlog_run("run-1", facts=11)
-    prefix = outbox.claim_prefix("ledger", "owner-a")
+    prefix = claims.claim_prefix("ledger", "owner-a")
     assert [fact.event_id for fact in prefix.facts] == ids[:8]
     assert one("SELECT count(*) FROM outbox WHERE lease_owner = 'owner-a'") == 8
-    assert outbox.claim_prefix("ledger", "owner-b") is None  # the run's lane is held
-    assert outbox.acknowledge(prefix) == 8
-    assert [fact.event_id for fact in outbox.claim_prefix("ledger", "owner-b").facts] == ids[8:]
+    assert claims.claim_prefix("ledger", "owner-b") is None  # the run's lane is held
+    assert len(claims.acknowledge(prefix.lease_owner, prefix.fact_ids)) == 8
+    assert [fact.event_id for fact in claims.claim_prefix("ledger", "owner-b").facts] == ids[8:]
 
 
 @pytest.mark.parametrize("limit,exclude", [
@@ -58,7 +58,7 @@ def test_claim__causal_prefix_of_at_most_eight_under_one_lease():
 ])
 def test_hints__bad_arguments_refused(limit, exclude):
     with pytest.raises(InvalidInput):
-        outbox.admission_hints(limit, exclude)
+        claims.admission_hints(limit, exclude)
 
 
 def test_hints__valid_call_reserves_nothing():
@@ -66,8 +66,8 @@ def test_hints__valid_call_reserves_nothing():
     backlog_run("run-2", kinds=["run.progress"], start_second=2)
     backlog_run("run-3", kinds=["run.created"], start_second=3)
     before = factories.table_state()
-    assert outbox.admission_hints(3, ["run-1"]) == ["run-3", "run-2"]
-    assert outbox.admission_hints(1, []) == ["run-1"]
+    assert claims.admission_hints(3, ["run-1"]) == ["run-3", "run-2"]
+    assert claims.admission_hints(1, []) == ["run-1"]
     assert factories.table_state() == before
 
 
@@ -77,8 +77,8 @@ def staged_prefix(started, supported, origin, kinds=("run.completed",)):
         launch["arrayInputTerminalRetirementSupported"] = supported
     if origin is not None:
         launch["arrayInputTerminalProjectionOrigin"] = origin
-    facts = [outbox.Fact(f"e{i}", "run", kind, {}, dt.datetime(2026, 1, 1, tzinfo=dt.UTC), 0) for i, kind in enumerate(kinds)]
-    return outbox.Prefix("run", "ledger", "owner", facts, launch, "org", array_input_started=started)
+    facts = [claims.Fact(f"e{i}", "run", kind, {}, dt.datetime(2026, 1, 1, tzinfo=dt.UTC), 0) for i, kind in enumerate(kinds)]
+    return claims.Prefix("run", "ledger", "owner", facts, launch, "org", array_input_started=started)
 
 
 IMMUTABLE = "https://projection.example.com"
@@ -140,7 +140,7 @@ def test_builtin_receiver__stores_once_by_event_id_and_acknowledges():
 
 
 def test_ledger_events__invalid_terminal_performance_becomes_a_reason():
-    fact = outbox.Fact("e", "r", "run.completed", {"terminalRuntimePerformance": {"cpuMs": -1}},
+    fact = claims.Fact("e", "r", "run.completed", {"terminalRuntimePerformance": {"cpuMs": -1}},
                        dt.datetime(2026, 1, 1, tzinfo=dt.UTC), 0)
     payload = delivery.ledger_event(fact)["payload"]
     assert "terminalRuntimePerformance" not in payload

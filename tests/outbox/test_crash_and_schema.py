@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from scheduler.sweeps import outbox as drainer
+from scheduler.outbox import drainer
 from tests.factories import one
 from tests.outbox.factories import backlog_run
 from tests.outbox.fake_receiver import COORDINATOR_TOKEN, FakeReceiver

@@ -5,7 +5,7 @@ import threading
 import pytest
 from django.db import connections
 
-from scheduler.sweeps import outbox as drainer
+from scheduler.outbox import drainer
 from tests.factories import one
 from tests.outbox.factories import backlog_run
 from tests.outbox.fake_receiver import COORDINATOR_TOKEN, FakeReceiver
@@ -75,7 +75,7 @@ def test_four_drainers_failing_receiver__causal_first_sightings_all_delivered_fa
 
 
 def test_failed_head__requeued_by_an_operator__the_lane_moves_again(receiver):
-    from scheduler import outbox
+    from scheduler.outbox import claims
 
     launch = {"runtimeApiBaseUrl": receiver.url, "coordinatorInternalToken": COORDINATOR_TOKEN}
     receiver.failure_rate = 0.0
@@ -85,7 +85,7 @@ def test_failed_head__requeued_by_an_operator__the_lane_moves_again(receiver):
     assert receiver.first_sightings("run-x") == []
     assert one("SELECT failed_at IS NOT NULL FROM outbox WHERE event_id = %s", [ids[0]]) is True
     receiver.always_fail.clear()
-    assert outbox.requeue_failed_head(ids[0]) is True
+    assert claims.requeue_failed_head(ids[0]) is True
     drain_with(1, max_attempts=2)
     assert receiver.first_sightings("run-x") == ids
     assert "coordinator-secret" not in (one("SELECT coalesce(string_agg(last_error, ' '), '') FROM outbox") or "")

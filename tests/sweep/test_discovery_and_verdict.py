@@ -3,11 +3,13 @@
 import datetime as dt
 import json
 
+import psycopg
 import pytest
+from django.db import transaction
 
-from scheduler import db, lifecycle, terminal
-from scheduler.sweeps import liveness
-from tests import factories
+from scheduler import db
+from scheduler.runs import lifecycle, liveness, settlement
+from tests import factories, recording
 from tests.factories import one, query
 
 pytestmark = pytest.mark.django_db
@@ -47,13 +49,13 @@ def test_discovery__each_exclusion_keeps_the_runner_out_of_inspection(exclusion)
     elif exclusion == "newer_attempt":
         query("INSERT INTO attempts (run_id, attempt, status) VALUES (%s, 2, 'claimed')", [parked.run_id])
     else:
-        terminal.record_runner_terminal(parked.run_id, 1, factories.completed_result())
+        recording.record_runner_terminal(parked.run_id, 1, factories.completed_result())
     assert inspected() == []
 
 
 def test_discovery__recorded_terminal__offered_for_settlement():
     parked = stale_run()
-    terminal.record_runner_terminal(parked.run_id, 1, factories.completed_result())
+    recording.record_runner_terminal(parked.run_id, 1, factories.completed_result())
     rows = liveness.discover(100, 60_000, None, LATER)
     assert [(r["work"], r["run_id"]) for r in rows] == [("settle", parked.run_id)]
 
@@ -89,7 +91,7 @@ def test_discovery__cursor_walks_past_candidates_already_read():
     assert page_one == runs[:2]
     page_two = inspected(limit=2, after={"local": page_one[-1]})
     assert page_two == runs[2:4]
-    result = liveness.SweepResult()
+    result = liveness.LivenessTick()
     result.cursors, result.inspected_by_provider = {"local": runs[1]}, {"local": 2}
     assert liveness.next_cursors(result, 2) == {"local": runs[1]}
     result.inspected_by_provider = {"local": 1}
@@ -134,3 +136,15 @@ def test_verdict__released_newer_claim_does_not_fence():
     parked = stale_run()
     query("INSERT INTO attempts (run_id, attempt, status) VALUES (%s, 2, 'released')", [parked.run_id])
     assert verdict(parked) == 1
+
+
+def test_verdict__a_misspelt_kind_fails_loudly_in_python_and_in_the_statement():
+    """A kind the statement does not know must never read as "fenced" (a silent no-op)."""
+    parked = stale_run()
+    row = {"run_id": parked.run_id, "attempt": parked.attempt, "lease_token": parked.lease_token}
+    with pytest.raises(ValueError, match="runer_lost"):
+        liveness.record_verdict("runer_lost", row, factories.failed_result("runner_lost"), None, IDENTITY)
+    with pytest.raises(psycopg.errors.InvalidTextRepresentation, match="unknown verdict kind: runer_lost"):
+        with transaction.atomic():
+            verdict(parked, kind="runer_lost")
+    assert verdict(parked, kind=liveness.VerdictKind.RUNNER_LOST) == 1

@@ -5,10 +5,11 @@ import json
 
 import pytest
 
-from scheduler import db, lifecycle, terminal
+from scheduler import db
+from scheduler.runs import lifecycle, settlement
 from scheduler.providers import DeleteOutcome, Inspection, ProviderError, SandboxRef
-from scheduler.sweeps import liveness
-from tests import factories
+from scheduler.runs import liveness
+from tests import factories, recording
 from tests.factories import one, query
 
 pytestmark = pytest.mark.django_db
@@ -72,7 +73,7 @@ def test_unknown_answer__no_verdict(provider):
 
 def test_recorded_terminal__settled_by_the_sweep(provider):
     parked = factories.parked_run()
-    terminal.record_runner_terminal(parked.run_id, 1, factories.completed_result())
+    recording.record_runner_terminal(parked.run_id, 1, factories.completed_result())
     assert liveness.run_once().counts["settled"] == 1
     assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "completed"
     assert provider.calls == []
@@ -127,7 +128,7 @@ def test_a_claim_that_parked_after_the_listing__no_verdict_and_no_obligation_for
 def claimed_lease_seconds():
     from scheduler.conf import scheduler_settings
 
-    return scheduler_settings.CLAIM_LEASE_SECONDS
+    return scheduler_settings.claim_lease_seconds
 
 
 def test_unexpired_claim__not_recovered(provider):
@@ -164,7 +165,7 @@ def test_passed_wait_deadline__wait_deadline_exceeded_without_asking_the_provide
 def test_runner_reports_from_a_never_parked_attempt__its_sandbox_found_and_obliged(provider):
     run_id = factories.launch()
     claimed = factories.claim(run_id)  # the dispatcher died after starting the sandbox, before park
-    terminal.ingest_runner_terminal(run_id, claimed.attempt, claimed.lease_token, factories.completed_result())
+    factories.report_terminal(run_id, claimed.attempt, claimed.lease_token, factories.completed_result())
     assert one("SELECT status FROM runs WHERE run_id = %s", [run_id]) == "completed"
     assert one("SELECT count(*) FROM control WHERE key = %s", [f"sandbox_unreconciled:{run_id}:{claimed.attempt}"]) == 1
     provider.started[(run_id, claimed.attempt)] = ["orphan-of-a-finished-runner"]
@@ -176,7 +177,7 @@ def test_runner_reports_from_a_never_parked_attempt__its_sandbox_found_and_oblig
 
 def test_runner_reports_from_a_parked_attempt__no_reconciliation_needed(provider):
     parked = factories.parked_run()
-    terminal.ingest_runner_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
+    factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
     assert one("SELECT count(*) FROM control WHERE key LIKE 'sandbox_unreconciled:%%'") == 0
     assert liveness.run_once().counts["unparked_reconciled"] == 0
 
@@ -184,7 +185,7 @@ def test_runner_reports_from_a_parked_attempt__no_reconciliation_needed(provider
 def test_unreconciled_sandbox__provider_unreachable__kept_for_the_next_tick(provider):
     run_id = factories.launch()
     claimed = factories.claim(run_id)
-    terminal.ingest_runner_terminal(run_id, claimed.attempt, claimed.lease_token, factories.completed_result())
+    factories.report_terminal(run_id, claimed.attempt, claimed.lease_token, factories.completed_result())
     provider.started[(run_id, claimed.attempt)] = ProviderError("provider unreachable")
     assert liveness.run_once().counts["unparked_reconciled"] == 0
     assert one("SELECT count(*) FROM control WHERE key LIKE 'sandbox_unreconciled:%%'") == 1

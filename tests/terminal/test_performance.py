@@ -2,7 +2,7 @@
 
 import pytest
 
-from scheduler import terminal
+from scheduler.runs import settlement
 from tests import factories
 from tests.factories import loads, one
 
@@ -19,7 +19,7 @@ def _terminal_payload(stats=None, output=None, performance_supported=True, body_
     result = factories.completed_result(output)
     if stats is not None:
         result["stats"] = stats
-    terminal.ingest_runner_terminal(parked.run_id, 1, parked.lease_token, result)
+    factories.report_terminal(parked.run_id, 1, parked.lease_token, result)
     return loads(one("SELECT payload_json FROM outbox WHERE event_id = %s", [f"{parked.run_id}:run.completed"]))
 
 

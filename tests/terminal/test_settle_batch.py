@@ -1,8 +1,12 @@
 """One settle statement for many attempts decides each exactly as settling it alone would."""
 
+import dataclasses
+import json
+
 import pytest
 
-from scheduler import lifecycle, terminal
+from scheduler import db
+from scheduler.runs import lifecycle, settlement
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -11,7 +15,7 @@ PERFORMANCE_LAUNCH = {"contractSnapshot": {"compatibility": {"terminalRuntimePer
 STATS = {"runtimeResources": {"cpuMs": 5, "wallMs": 9, "peakMemoryBytes": 1024}}
 
 
-def _scenarios() -> list[terminal.Settlement]:
+def _scenarios() -> list[settlement.Settlement]:
     """Every kind of item a batch can hold, on fresh runs."""
     completed = factories.parked_run(launch=PERFORMANCE_LAUNCH)
     retried = factories.parked_run()
@@ -20,20 +24,20 @@ def _scenarios() -> list[terminal.Settlement]:
     wrong_lease = factories.parked_run()
     failed = factories.parked_run(max_attempts=1)
     settled_before = factories.parked_run()
-    terminal.settle_attempt(settled_before.run_id, 1, settled_before.lease_token, factories.completed_result())
+    settlement.settle_attempt(settled_before.run_id, 1, settled_before.lease_token, factories.completed_result())
     return [
-        terminal.Settlement(completed.run_id, 1, completed.lease_token, factories.completed_result({"a": 1}, stats=STATS),
+        settlement.Settlement(completed.run_id, 1, completed.lease_token, factories.completed_result({"a": 1}, stats=STATS),
                             progress_events=[{"step": 1}, {"step": 2}]),
-        terminal.Settlement(retried.run_id, 1, retried.lease_token, factories.failed_result("runner_lost")),
-        terminal.Settlement(cancelled.run_id, 1, cancelled.lease_token, factories.failed_result("cancelled")),
-        terminal.Settlement(wrong_lease.run_id, 1, "not-the-lease", factories.completed_result()),
-        terminal.Settlement("run-that-does-not-exist", 1, "lease", factories.completed_result()),
-        terminal.Settlement(failed.run_id, 1, failed.lease_token, factories.failed_result("play_error")),
-        terminal.Settlement(settled_before.run_id, 1, settled_before.lease_token, factories.completed_result({"b": 2})),
+        settlement.Settlement(retried.run_id, 1, retried.lease_token, factories.failed_result("runner_lost")),
+        settlement.Settlement(cancelled.run_id, 1, cancelled.lease_token, factories.failed_result("cancelled")),
+        settlement.Settlement(wrong_lease.run_id, 1, "not-the-lease", factories.completed_result()),
+        settlement.Settlement("run-that-does-not-exist", 1, "lease", factories.completed_result()),
+        settlement.Settlement(failed.run_id, 1, failed.lease_token, factories.failed_result("play_error")),
+        settlement.Settlement(settled_before.run_id, 1, settled_before.lease_token, factories.completed_result({"b": 2})),
     ]
 
 
-def _outcome(items: list[terminal.Settlement], answers: list[dict]) -> list[tuple]:
+def _outcome(items: list[settlement.Settlement], answers: list[settlement.Settled]) -> list[tuple]:
     """What each item left behind, without its run's generated ids."""
     rows = []
     for index, (item, answer) in enumerate(zip(items, answers)):
@@ -46,17 +50,17 @@ def _outcome(items: list[terminal.Settlement], answers: list[dict]) -> list[tupl
             "(SELECT count(*) FROM sandbox_cleanup_jobs_v2 AS job WHERE job.run_id = run.run_id) "
             "FROM runs AS run JOIN attempts AS attempt ON attempt.run_id = run.run_id AND attempt.attempt = 1 "
             "WHERE run.run_id = %s", [item.run_id])
-        rows.append((index, {key: value for key, value in answer.items() if key != "run_id"}, facts, state))
+        rows.append((index, {key: value for key, value in dataclasses.asdict(answer).items() if key != "run_id"}, facts, state))
     return rows
 
 
 def test_a_batch__each_item_settles_as_it_would_alone():
     batch = _scenarios()
-    together = _outcome(batch, terminal.settle_attempts(batch))
+    together = _outcome(batch, settlement.settle_attempts(batch))
     # The retried run is queued again; out of the way of the next scenarios' claims.
     lifecycle.cancel_run(batch[1].run_id)
     alone_items = _scenarios()
-    alone = _outcome(alone_items, [terminal.settle_attempt(item.run_id, item.attempt, item.lease_token, item.result,
+    alone = _outcome(alone_items, [settlement.settle_attempt(item.run_id, item.attempt, item.lease_token, item.result,
                                                            progress_events=item.progress_events)
                                    for item in alone_items])
     assert together == alone
@@ -66,27 +70,30 @@ def test_a_batch__each_item_settles_as_it_would_alone():
 
 def test_a_batch__answers_follow_the_input_order_not_the_lock_order():
     parked = [factories.parked_run() for _ in range(5)]
-    items = [terminal.Settlement(p.run_id, 1, p.lease_token, factories.completed_result()) for p in reversed(parked)]
-    answers = terminal.settle_attempts(items)
-    assert [answer["run_id"] for answer in answers] == [item.run_id for item in items]
+    items = [settlement.Settlement(p.run_id, 1, p.lease_token, factories.completed_result()) for p in reversed(parked)]
+    answers = settlement.settle_attempts(items)
+    assert [answer.run_id for answer in answers] == [item.run_id for item in items]
 
 
 def test_a_batch__naming_a_run_twice_is_refused_and_writes_nothing():
     parked = factories.parked_run()
-    item = terminal.Settlement(parked.run_id, 1, parked.lease_token, factories.completed_result())
+    item = settlement.Settlement(parked.run_id, 1, parked.lease_token, factories.completed_result())
     before = factories.table_state()
-    with pytest.raises(terminal.InvalidInput, match="once"):
-        terminal.settle_attempts([item, item])
+    with pytest.raises(settlement.InvalidInput, match="once"):
+        settlement.settle_attempts([item, item])
     assert factories.table_state() == before
 
 
-def test_synthetic_loss_through_settlement__fenced_on_the_heartbeat_identity_per_item():
+def test_swept_losses_settled_in_one_batch__each_fenced_on_its_own_heartbeat_identity():
+    """The sweep records each loss fenced on the heartbeat it saw, then settles what was recorded in one batch."""
     never_beat, moved_on = factories.parked_run(), factories.parked_run()
     lifecycle.heartbeat(moved_on.run_id, 1, moved_on.lease_token)
-    lost = factories.failed_result("runner_lost")
-    answers = terminal.settle_attempts([
-        terminal.Settlement(never_beat.run_id, 1, never_beat.lease_token, lost, expected_heartbeat_identity=None),
-        terminal.Settlement(moved_on.run_id, 1, moved_on.lease_token, lost, expected_heartbeat_identity=None),
-    ])
-    assert [(a["recorded"], a["run_status"]) for a in answers] == [(True, "queued"), (False, None)]
+    for parked in (never_beat, moved_on):
+        db.execute("attempts_record_parked_verdict", {
+            "run_id": parked.run_id, "attempt": 1, "lease_token": parked.lease_token, "kind": "runner_lost",
+            "expected_heartbeat_at": None, "now": None, "result": json.dumps(factories.failed_result("runner_lost")),
+            "log_payload": None,
+        })
+    answers = settlement.settle_attempts([settlement.Settlement(p.run_id, 1, p.lease_token) for p in (never_beat, moved_on)])
+    assert [(a.recorded, a.run_status) for a in answers] == [(True, "queued"), (False, None)]
     assert factories.one("SELECT status FROM runs WHERE run_id = %s", [moved_on.run_id]) == "waiting"

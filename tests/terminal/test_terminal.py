@@ -2,9 +2,9 @@
 
 import pytest
 
-from scheduler import terminal
+from scheduler.runs import settlement
 from scheduler.errors import LeaseMismatch, NotFound
-from tests import factories
+from tests import factories, recording
 from tests.factories import loads, one, query
 
 pytestmark = pytest.mark.django_db
@@ -17,8 +17,8 @@ def _result_and_log(run_id):
 
 def test_record__first_write_wins__result_and_log_never_overwritten():
     parked = factories.parked_run(run_log_store="planet_scale")
-    first = terminal.record_runner_terminal(parked.run_id, 1, factories.completed_result({"n": 1}), log_payload={"from": "first"})
-    second = terminal.record_runner_terminal(parked.run_id, 1, factories.failed_result(), log_payload={"from": "second"})
+    first = recording.record_runner_terminal(parked.run_id, 1, factories.completed_result({"n": 1}), log_payload={"from": "first"})
+    second = recording.record_runner_terminal(parked.run_id, 1, factories.failed_result(), log_payload={"from": "second"})
     assert (first.recorded, first.is_this_result) == (True, True)
     assert (second.recorded, second.is_this_result) == (True, False)
     result, log = _result_and_log(parked.run_id)
@@ -27,13 +27,13 @@ def test_record__first_write_wins__result_and_log_never_overwritten():
 
 def test_record__log_payload_kept_only_for_planet_scale_runs():
     parked = factories.parked_run()
-    terminal.record_runner_terminal(parked.run_id, 1, factories.completed_result(), log_payload={"lines": ["x"]})
+    recording.record_runner_terminal(parked.run_id, 1, factories.completed_result(), log_payload={"lines": ["x"]})
     assert _result_and_log(parked.run_id)[1] is None
 
 
 def test_record__unknown_attempt__false_and_nothing_invented():
     parked = factories.parked_run()
-    outcome = terminal.record_runner_terminal(parked.run_id, 9, factories.completed_result())
+    outcome = recording.record_runner_terminal(parked.run_id, 9, factories.completed_result())
     assert (outcome.attempt_exists, outcome.recorded) == (False, False)
     assert one("SELECT count(*) FROM attempts WHERE run_id = %s", [parked.run_id]) == 1
 
@@ -41,29 +41,29 @@ def test_record__unknown_attempt__false_and_nothing_invented():
 def test_synthetic_loss__matching_identity_records__stale_identity_refused():
     parked = factories.parked_run()
     query("UPDATE attempts SET heartbeat_at = '2026-01-01T00:00:00.000001Z' WHERE run_id = %s", [parked.run_id])
-    stale = terminal.record_runner_terminal(parked.run_id, 1, factories.failed_result("runner_lost"),
+    stale = recording.record_runner_terminal(parked.run_id, 1, factories.failed_result("runner_lost"),
                                             expected_heartbeat_identity="2026-01-01T00:00:00.000000Z")
     assert stale.recorded is False
-    exact = terminal.record_runner_terminal(parked.run_id, 1, factories.failed_result("runner_lost"),
+    exact = recording.record_runner_terminal(parked.run_id, 1, factories.failed_result("runner_lost"),
                                             expected_heartbeat_identity="2026-01-01T00:00:00.000001Z")
     assert exact.recorded is True
 
 
 def test_synthetic_loss__null_identity_means_no_heartbeat_ever():
     parked = factories.parked_run()
-    assert terminal.record_runner_terminal(parked.run_id, 1, factories.failed_result("runner_lost"),
+    assert recording.record_runner_terminal(parked.run_id, 1, factories.failed_result("runner_lost"),
                                            expected_heartbeat_identity=None).recorded is True
 
 
 def test_heartbeat_one_microsecond_later__defeats_synthetic_loss_with_older_identity():
-    from scheduler import lifecycle
+    from scheduler.runs import lifecycle
 
     parked = factories.parked_run()
     # A heartbeat identity in the future makes the next bump exactly +1 µs.
     query("UPDATE attempts SET heartbeat_at = '2999-01-01T00:00:00.000000Z' WHERE run_id = %s", [parked.run_id])
     beat = lifecycle.heartbeat(parked.run_id, 1, parked.lease_token)
-    assert beat["heartbeatIdentity"] == "2999-01-01T00:00:00.000001Z"
-    refused = terminal.record_runner_terminal(parked.run_id, 1, factories.failed_result("runner_lost"),
+    assert beat.heartbeat_identity == "2999-01-01T00:00:00.000001Z"
+    refused = recording.record_runner_terminal(parked.run_id, 1, factories.failed_result("runner_lost"),
                                               expected_heartbeat_identity="2999-01-01T00:00:00.000000Z")
     assert refused.recorded is False
     assert _result_and_log(parked.run_id)[0] is None
@@ -71,8 +71,8 @@ def test_heartbeat_one_microsecond_later__defeats_synthetic_loss_with_older_iden
 
 def test_synthetic_loss__after_a_real_result__reports_recorded_without_overwriting():
     parked = factories.parked_run()
-    terminal.record_runner_terminal(parked.run_id, 1, factories.completed_result())
-    late = terminal.record_runner_terminal(parked.run_id, 1, factories.failed_result("runner_lost"),
+    recording.record_runner_terminal(parked.run_id, 1, factories.completed_result())
+    late = recording.record_runner_terminal(parked.run_id, 1, factories.failed_result("runner_lost"),
                                            expected_heartbeat_identity="2000-01-01T00:00:00.000000Z")
     assert (late.recorded, late.is_this_result) == (True, False)
     assert _result_and_log(parked.run_id)[0]["status"] == "completed"
@@ -80,7 +80,7 @@ def test_synthetic_loss__after_a_real_result__reports_recorded_without_overwriti
 
 def test_settle__completed__attempt_run_billing_cleanup_and_fact_in_one_go():
     parked = factories.parked_run(provider="daytona", routing_domain="org-a")
-    answer = terminal.ingest_runner_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
+    answer = factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
     assert answer == {"recorded": True, "settled": True, "runStatus": "completed"}
     assert one("SELECT status FROM attempts WHERE run_id = %s", [parked.run_id]) == "completed"
     assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "completed"
@@ -92,17 +92,17 @@ def test_settle__completed__attempt_run_billing_cleanup_and_fact_in_one_go():
 
 def test_settle__twice__second_is_a_no_op():
     parked = factories.parked_run()
-    terminal.ingest_runner_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
+    factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
     before = factories.table_state()
-    assert terminal.settle_attempt(parked.run_id, 1, parked.lease_token)["run_status"] is None
-    again = terminal.ingest_runner_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
+    assert settlement.settle_attempt(parked.run_id, 1, parked.lease_token).run_status is None
+    again = factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
     assert again["settled"] is False
     assert factories.table_state() == before
 
 
 def test_settle__retryable_failure_with_attempts_left__run_queued_with_attempt_failed_fact():
     parked = factories.parked_run(max_attempts=2)
-    answer = terminal.ingest_runner_terminal(parked.run_id, 1, parked.lease_token, factories.failed_result("runner_lost"))
+    answer = factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.failed_result("runner_lost"))
     assert answer["runStatus"] == "queued"
     assert one("SELECT status, suspension_json FROM runs WHERE run_id = %s", [parked.run_id]) == ("queued", None)
     assert one("SELECT count(*) FROM outbox WHERE event_id = %s", [f"{parked.run_id}:1:run.attempt_failed"]) == 1
@@ -115,30 +115,30 @@ def test_settle__retryable_failure_with_attempts_left__run_queued_with_attempt_f
 
 def test_settle__retryable_failure_on_last_attempt__failed():
     parked = factories.parked_run(max_attempts=1)
-    assert terminal.ingest_runner_terminal(parked.run_id, 1, parked.lease_token,
+    assert factories.report_terminal(parked.run_id, 1, parked.lease_token,
                                            factories.failed_result("runner_lost"))["runStatus"] == "failed"
 
 
 def test_settle__non_retryable_failure__failed():
     parked = factories.parked_run(max_attempts=3)
-    assert terminal.ingest_runner_terminal(parked.run_id, 1, parked.lease_token,
+    assert factories.report_terminal(parked.run_id, 1, parked.lease_token,
                                            factories.failed_result("wait_deadline_exceeded"))["runStatus"] == "failed"
 
 
 def test_settle__newer_attempt_exists__refused():
     parked = factories.parked_run()
-    terminal.record_runner_terminal(parked.run_id, 1, factories.completed_result())
+    recording.record_runner_terminal(parked.run_id, 1, factories.completed_result())
     query("INSERT INTO attempts (run_id, attempt, status) VALUES (%s, 2, 'claimed')", [parked.run_id])
-    assert terminal.settle_attempt(parked.run_id, 1, parked.lease_token)["run_status"] is None
+    assert settlement.settle_attempt(parked.run_id, 1, parked.lease_token).run_status is None
     assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "waiting"
 
 
 def test_ingest__unknown_attempt_404__lease_mismatch_409():
     parked = factories.parked_run()
     with pytest.raises(NotFound):
-        terminal.ingest_runner_terminal(parked.run_id, 5, parked.lease_token, factories.completed_result())
+        factories.report_terminal(parked.run_id, 5, parked.lease_token, factories.completed_result())
     with pytest.raises(LeaseMismatch):
-        terminal.ingest_runner_terminal(parked.run_id, 1, "other-lease", factories.completed_result())
+        factories.report_terminal(parked.run_id, 1, "other-lease", factories.completed_result())
     assert _result_and_log(parked.run_id)[0] is None
 
 
@@ -146,10 +146,10 @@ def test_recorded_terminals__per_release_lane_with_the_current_suspension():
     in_lane = factories.parked_run(launch={"absurdReleaseId": "rel-a"})
     other = factories.parked_run(launch={"absurdReleaseId": "rel-b"})
     for parked in (in_lane, other):
-        terminal.record_runner_terminal(parked.run_id, 1, factories.completed_result())
-    rows = terminal.recorded_terminals("rel-a")
+        recording.record_runner_terminal(parked.run_id, 1, factories.completed_result())
+    rows = settlement.recorded_terminals("rel-a")
     assert [(row["run_id"], row["release_id"]) for row in rows] == [(in_lane.run_id, "rel-a")]
     assert rows[0]["suspension_json"]["runtimeSandboxRef"]["sandboxId"] == in_lane.sandbox_id
-    assert {row["run_id"] for row in terminal.recorded_terminals()} == {in_lane.run_id, other.run_id}
-    terminal.settle_attempt(in_lane.run_id, 1, in_lane.lease_token)
-    assert [row["run_id"] for row in terminal.recorded_terminals("rel-a")] == []
+    assert {row["run_id"] for row in settlement.recorded_terminals()} == {in_lane.run_id, other.run_id}
+    settlement.settle_attempt(in_lane.run_id, 1, in_lane.lease_token)
+    assert [row["run_id"] for row in settlement.recorded_terminals("rel-a")] == []

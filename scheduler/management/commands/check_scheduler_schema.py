@@ -1,11 +1,12 @@
 """`check_scheduler_schema`: exit 0 when the schema is ready, 1 with the problems listed (SCH-4)."""
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from scheduler.schema_shape import OPTIONAL_ITEMS, check_schema_shape
+from scheduler.management.cli import SchedulerCommand
+from scheduler.schema.shape import OPTIONAL_ITEMS, check_schema_shape
 
 
-class Command(BaseCommand):
+class Command(SchedulerCommand):
     help = "Report whether every table, column, constraint, trigger, function and index the scheduler needs exists."
     requires_system_checks = []
 

@@ -1,26 +1,22 @@
 """`finalize_billing [--once] [--limit N] [--interval S]` (BIL-1)."""
 
 import logging
-import os
-import socket
 
-from django.core.management.base import BaseCommand, CommandError
-
-from scheduler.loop import Loop
-from scheduler.sweeps import billing
+from scheduler.cleanup import billing_sweep
+from scheduler.loop import lease_owner
+from scheduler.management.cli import LoopCommand, integer
 
 
-class Command(BaseCommand):
+class Command(LoopCommand):
     help = "Turn terminal runs' runtime resources into billing items."
+    loop_name = "billing"
+    default_interval = 5.0
 
     def add_arguments(self, parser):
-        parser.add_argument("--once", action="store_true")
-        parser.add_argument("--limit", type=int, default=20)
-        parser.add_argument("--interval", type=float, default=5.0)
+        super().add_arguments(parser)
+        parser.add_argument("--limit", type=integer(1), default=20, help="billing jobs per tick")
 
     def handle(self, *args, **options):
-        if options["limit"] < 1 or options["interval"] < 0:
-            raise CommandError("--limit must be at least 1 and --interval not negative")
-        owner = f"{socket.gethostname()}:{os.getpid()}"
-        Loop("billing", lambda: billing.run_once(owner, options["limit"]).counts,
-             interval=options["interval"], once=options["once"], logger=logging.getLogger("scheduler.sweep.billing")).run()
+        owner = lease_owner()
+        self.run_loop(lambda: billing_sweep.run_once(owner, options["limit"]).counts, options,
+                      logging.getLogger("scheduler.sweep.billing"))

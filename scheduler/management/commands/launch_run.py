@@ -2,10 +2,12 @@
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from scheduler import lifecycle
+from scheduler.api import parsing
 from scheduler.errors import SchedulerError
+from scheduler.management.cli import SchedulerCommand
+from scheduler.runs import lifecycle
 
 
 def _json_argument(text, name):
@@ -15,15 +17,15 @@ def _json_argument(text, name):
         raise CommandError(f"{name} must be JSON") from None
 
 
-class Command(BaseCommand):
+class Command(SchedulerCommand):
     help = "Launch a run (admission-fenced) and print its run id."
 
     def add_arguments(self, parser):
         parser.add_argument("--play", required=True, help="play name")
         parser.add_argument("--org", default=None, help="tenant org id")
         parser.add_argument("--input", default=None, help="input as JSON")
-        parser.add_argument("--launch", default="{}", help="launch JSON (SPEC 1.8)")
-        parser.add_argument("--max-attempts", type=int, default=3)
+        parser.add_argument("--launch", default="{}", help="launch JSON (requirements §1.8)")
+        parser.add_argument("--max-attempts", type=int, default=3, help="1..100 (checked as the launch body's maxAttempts)")
         parser.add_argument("--run-log-store", default=None, choices=["planet_scale"])
 
     def handle(self, *args, **options):
@@ -37,7 +39,7 @@ class Command(BaseCommand):
         if options["input"] is not None:
             body["input"] = _json_argument(options["input"], "--input")
         try:
-            run_id = lifecycle.launch_run(lifecycle.parse_launch_request(body))
+            run_id = lifecycle.launch_run(parsing.launch_request(body))
         except SchedulerError as error:
             raise CommandError(error.message) from None
         self.stdout.write(run_id)

@@ -1,12 +1,12 @@
 """`migrate`, made safe for concurrent deploys of the scheduler schema.
 
 Creates SCHEDULER_SCHEMA first, runs Django's migrate under the deploy lock
-with a 60 s statement timeout (scheduler/deploy.py).
+with a 60 s statement timeout (scheduler/schema/deploy.py).
 """
 
 from django.core.management.commands.migrate import Command as DjangoMigrateCommand
 
-from scheduler.deploy import deploy_lock
+from scheduler.schema.deploy import deploy_lock
 
 
 class Command(DjangoMigrateCommand):

@@ -1,18 +1,19 @@
 """`mint_runner_token RUN_ID ATTEMPT`: print the runner token for that attempt's current lease."""
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from scheduler import lifecycle
-from scheduler.api.auth import mint_runner_token
 from scheduler.errors import SchedulerError
+from scheduler.management.cli import SchedulerCommand, integer
+from scheduler.runs import lifecycle
+from scheduler.runs.tokens import mint_runner_token
 
 
-class Command(BaseCommand):
+class Command(SchedulerCommand):
     help = "Print the runner token scoped to one attempt's current lease."
 
     def add_arguments(self, parser):
         parser.add_argument("run_id")
-        parser.add_argument("attempt", type=int)
+        parser.add_argument("attempt", type=integer(1))
 
     def handle(self, *args, **options):
         try:

@@ -1,18 +1,19 @@
 """`release_admission show|open|close RELEASE_ID [--epoch N] [--environment preview|production]`."""
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from scheduler import admission
 from scheduler.errors import SchedulerError
+from scheduler.management.cli import SchedulerCommand, integer
+from scheduler.runs import admission
 
 
-class Command(BaseCommand):
+class Command(SchedulerCommand):
     help = "Show, open or close a release's admission of new runs."
 
     def add_arguments(self, parser):
         parser.add_argument("action", choices=["show", "open", "close"])
         parser.add_argument("release_id")
-        parser.add_argument("--epoch", type=int, default=None, help="admission epoch (required for open and close)")
+        parser.add_argument("--epoch", type=integer(0, 2**53 - 1), default=None, help="admission epoch (required for open and close)")
         parser.add_argument("--environment", choices=list(admission.ENVIRONMENTS), default=None)
 
     def handle(self, *args, **options):

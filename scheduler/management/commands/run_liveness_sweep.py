@@ -2,28 +2,27 @@
 
 import logging
 
-from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
-
-from scheduler.loop import Loop
-from scheduler.sweeps import liveness
+from scheduler.conf import scheduler_settings
+from scheduler.management.cli import LoopCommand, integer
+from scheduler.runs import liveness
 
 
-class Command(BaseCommand):
+class Command(LoopCommand):
     help = "Find vanished runners, record one fenced verdict each, settle recorded terminals, recover stuck claims."
+    loop_name = "liveness"
+    default_interval = 5.0
 
     def add_arguments(self, parser):
-        parser.add_argument("--once", action="store_true", help="one tick, then exit")
-        parser.add_argument("--limit", type=int, default=100, help="candidates per provider per tick (1..100)")
-        parser.add_argument("--default-heartbeat-timeout-ms", type=int, default=settings.SCHEDULER_HEARTBEAT_TIMEOUT_MS)
-        parser.add_argument("--interval", type=float, default=5.0, help="seconds between ticks")
+        super().add_arguments(parser)
+        parser.add_argument("--limit", type=integer(1, 100), default=100, help="candidates per provider per tick")
+        parser.add_argument("--default-heartbeat-timeout-ms", type=integer(0), default=None,
+                            help="heartbeat timeout of runs whose launch names none (default SCHEDULER_HEARTBEAT_TIMEOUT_MS)")
 
     def handle(self, *args, **options):
-        limit, timeout = options["limit"], options["default_heartbeat_timeout_ms"]
-        if not 1 <= limit <= 100:
-            raise CommandError("--limit must be between 1 and 100")
-        if timeout < 0 or options["interval"] < 0:
-            raise CommandError("--default-heartbeat-timeout-ms and --interval must not be negative")
+        limit = options["limit"]
+        timeout = options["default_heartbeat_timeout_ms"]
+        if timeout is None:
+            timeout = scheduler_settings.heartbeat_timeout_ms
         cursors: dict = {}
 
         def tick():
@@ -32,5 +31,4 @@ class Command(BaseCommand):
             cursors.update(liveness.next_cursors(result, limit))
             return result.counts
 
-        Loop("liveness", tick, interval=options["interval"], once=options["once"],
-             logger=logging.getLogger("scheduler.sweep.liveness")).run()
+        self.run_loop(tick, options, logging.getLogger("scheduler.sweep.liveness"))

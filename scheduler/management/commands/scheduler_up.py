@@ -3,19 +3,18 @@
 import os
 
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
 
-from django.conf import settings
+from scheduler.conf import scheduler_settings
+from scheduler.management.cli import SchedulerCommand
+from scheduler.stack.demo import DemoRun
+from scheduler.stack.supervisor import Supervisor, child_database_url, default_children, local_internal_token
 
-from scheduler.demo import DemoRun
-from scheduler.supervisor import Supervisor, child_database_url, default_children, local_internal_token
 
-
-class Command(BaseCommand):
+class Command(SchedulerCommand):
     help = "Migrate the scheduler schema, then run gunicorn and the worker loops (Ctrl-C stops them)."
 
     def add_arguments(self, parser):
-        parser.add_argument("--bind", default=os.environ.get("SCHEDULER_BIND", "127.0.0.1:8000"))
+        parser.add_argument("--bind", default=None, help="host:port for the API (default SCHEDULER_BIND)")
         parser.add_argument("--no-demo", action="store_true", help="do not launch the demo run")
 
     def handle(self, *args, **options):
@@ -23,10 +22,10 @@ class Command(BaseCommand):
         call_command("check_scheduler_schema")
         env = dict(os.environ, DATABASE_URL=child_database_url())
         token_note = ""
-        if not settings.SCHEDULER_INTERNAL_TOKEN:
+        if not scheduler_settings.internal_token:
             env["SCHEDULER_INTERNAL_TOKEN"], path = local_internal_token()
             token_note = f"; control API token in {path}"
-        bind = options["bind"]
+        bind = options["bind"] or scheduler_settings.bind
         env.setdefault("SCHEDULER_PUBLIC_API_URL", f"http://{bind}")
         self.stdout.write(
             f"scheduler up: http://{bind}/healthz and http://{bind}/admin/ "

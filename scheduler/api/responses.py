@@ -1,0 +1,57 @@
+"""Domain answers into the API's camelCase JSON; the only place that knows the wire names."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from scheduler.runs.admission import Admission
+from scheduler.runs.lifecycle import CancelOutcome, Heartbeat, RunSnapshot, Standing
+from scheduler.runs.settlement import TerminalAnswer
+
+
+def _iso(value: dt.datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def run_snapshot(snapshot: RunSnapshot, *, include_definition_scope: bool = False) -> dict:
+    """RUN-8: runLogStore only for planet_scale runs, definitionScope only when asked for."""
+    answer = {
+        "runId": snapshot.run_id,
+        "orgId": snapshot.org_id,
+        "status": snapshot.status,
+        "playName": snapshot.play_name,
+        "graphHash": snapshot.graph_hash,
+        "runtimeBackend": snapshot.runtime_backend,
+        "createdAt": _iso(snapshot.created_at),
+        "updatedAt": _iso(snapshot.updated_at),
+        "startedAt": _iso(snapshot.started_at),
+        "finishedAt": _iso(snapshot.finished_at),
+        "attempts": snapshot.attempts,
+        "schedulerSchema": snapshot.scheduler_schema,
+    }
+    if snapshot.run_log_store == "planet_scale":
+        answer["runLogStore"] = "planet_scale"
+    if include_definition_scope:
+        answer["definitionScope"] = snapshot.definition_scope
+    return answer
+
+
+def heartbeat(beat: Heartbeat) -> dict:
+    return {"current": beat.current, "cancelRequested": beat.cancel_requested, "heartbeatIdentity": beat.heartbeat_identity}
+
+
+def cancel(outcome: CancelOutcome) -> dict:
+    return {"runId": outcome.run_id, "priorStatus": outcome.prior_status, "cancelQueued": outcome.cancel_queued,
+            "cancelledNow": outcome.cancelled_now}
+
+
+def standing(answer: Standing) -> dict:
+    return {"runStatus": answer.run_status, "attemptStatus": answer.attempt_status, "superseded": answer.superseded}
+
+
+def terminal(answer: TerminalAnswer) -> dict:
+    return {"recorded": answer.recorded, "settled": answer.settled, "runStatus": answer.run_status}
+
+
+def admission(release_id: str, state: Admission) -> dict:
+    return {"releaseId": release_id, "accepting": state.accepting, "admissionEpoch": state.admission_epoch}

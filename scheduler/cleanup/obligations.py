@@ -1,0 +1,107 @@
+"""Sandbox cleanup obligations (CLN-2..7): adopt legacy rows, claim, record, complete, fail, unblock.
+
+Deleted v2 rows are tombstones, the durable fact that a sandbox is gone, so
+adoption is idempotent: running it twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+
+from scheduler import db
+from scheduler.loop import backoff_ms
+
+
+@dataclass(frozen=True)
+class Job:
+    provider: str
+    sandbox_id: str
+    run_id: str
+    attempt: int
+    environment: str
+    routing_domain: str | None
+    attempt_count: int
+    failure_count: int
+
+    def identity(self) -> dict:
+        return {"provider": self.provider, "sandbox_id": self.sandbox_id, "run_id": self.run_id,
+                "attempt": self.attempt, "routing_domain": self.routing_domain}
+
+    def event_id(self, event_type: str) -> str:
+        """CLN-5: the id of one of this job's cleanup events; the confirmation is one per attempt, the others unique."""
+        if event_type == "provider_delete_confirmed":
+            return f"{self.provider}:{self.sandbox_id}:{self.run_id}:{self.attempt}:{event_type}"
+        return f"{self.provider}:{self.sandbox_id}:{event_type}:{uuid.uuid4().hex}"
+
+
+def adoption_pending() -> bool:
+    """CLN-2: the cheap preflight must return a boolean proof."""
+    pending = db.fetch_value("sandbox_cleanup_adoption_preflight")
+    if not isinstance(pending, bool):
+        raise RuntimeError("sandbox cleanup adoption preflight returned no pending proof")
+    return pending
+
+
+def adopt() -> dict:
+    """CLN-3 in one statement."""
+    return db.fetch_one("sandbox_cleanup_adopt")
+
+
+def claim(providers: list[str], lease_owner: str, limit: int = 20, lease_seconds: float = 120.0, now=None) -> tuple[list[Job], dict | None]:
+    """CLN-2/CLN-4: preflight, adoption only when needed, then the provider-qualified claim."""
+    if not providers:
+        return [], None
+    adopted = adopt() if adoption_pending() else None
+    rows = db.fetch_all("sandbox_cleanup_claim", {
+        "providers": list(providers), "lease_owner": lease_owner, "limit": limit, "lease_seconds": lease_seconds, "now": now,
+    })
+    return [Job(**row) for row in rows], adopted
+
+
+def record_event(job: Job, event_type: str, details: dict) -> None:
+    db.run("sandbox_cleanup_record_event", {
+        **job.identity(), "event_id": job.event_id(event_type),
+        "event_type": event_type, "details": json.dumps(details),
+    })
+
+
+def read_acceptance(job: Job) -> dict | None:
+    """CLN-5: {acceptedAtMs, organizationId} of the first acceptance, or None."""
+    row = db.fetch_one("sandbox_cleanup_read_acceptance", job.identity())
+    return None if row is None else {"acceptedAtMs": row["accepted_at_ms"], "organizationId": row["organization_id"]}
+
+
+def complete(job: Job, lease_owner: str, provider_outcome: str, observed_routing_domain: str | None = None) -> str:
+    """CLN-6: completed, already_deleted, lease_lost, missing_obligation or wrong_routing_domain."""
+    row = db.fetch_one("sandbox_cleanup_complete", {
+        **job.identity(), "lease_owner": lease_owner, "provider_outcome": provider_outcome,
+        "observed_routing_domain": observed_routing_domain,
+        "event_id": job.event_id("provider_delete_confirmed"),
+    })
+    return row["outcome"]
+
+
+BACKOFF_CAP_MS = 3_600_000.0
+
+
+def fail(job: Job, lease_owner: str, error: str, *, permanent: bool, max_failures: int = 8, base_ms: float = 5_000.0,
+         retry_after_s: float | None = None) -> str | None:
+    """CLN-7: back off (never sooner than a provider's Retry-After), or block with the reason."""
+    delay_ms = backoff_ms(job.failure_count, base_ms, BACKOFF_CAP_MS)
+    if retry_after_s is not None:
+        delay_ms = max(delay_ms, min(BACKOFF_CAP_MS, retry_after_s * 1000.0))
+    return db.fetch_value("sandbox_cleanup_fail", {
+        **job.identity(), "lease_owner": lease_owner, "error": error[:1000], "permanent": permanent,
+        "max_failures": max_failures, "backoff_ms": delay_ms,
+    })
+
+
+def retry_later(job: Job, lease_owner: str, delay_ms: float) -> None:
+    db.run("sandbox_cleanup_retry_later", {**job.identity(), "lease_owner": lease_owner, "delay_ms": delay_ms})
+
+
+def unblock(provider: str, sandbox_id: str, routing_domain: str | None) -> bool:
+    return bool(db.fetch_all("sandbox_cleanup_unblock",
+                             {"provider": provider, "sandbox_id": sandbox_id, "routing_domain": routing_domain}))

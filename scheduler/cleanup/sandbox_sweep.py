@@ -1,0 +1,72 @@
+"""The sandbox cleanup sweep (CLN-2..7): delete each obligation's sandbox and confirm it.
+
+1. Claim (preflight, adoption when needed, provider-qualified claim).
+2. If the provider has not accepted a delete yet: record requested, call
+   delete, record accepted (or failed: back off or block).
+3. Read back; deleted (or already absent) -> complete at the first
+   acceptance time; still present -> look again later.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from scheduler.cleanup import obligations
+from scheduler.kinds import CleanupStatus
+from scheduler.providers import DeleteOutcome, ProviderError, ReadBack, SandboxRef, get_provider
+
+logger = logging.getLogger("scheduler.sweep.cleanup")
+
+
+@dataclass
+class CleanupTick:
+    counts: dict = field(default_factory=lambda: {"claimed": 0, "accepted": 0, "confirmed": 0, "blocked": 0,
+                                                  "retried": 0, "adopted": 0})
+
+
+def run_once(providers: list[str], lease_owner: str, limit: int = 20, now=None, readback_delay_ms: float = 2_000.0,
+             provider_for=get_provider) -> CleanupTick:
+    result = CleanupTick()
+    jobs, adopted = obligations.claim(providers, lease_owner, limit, now=now)
+    if adopted:
+        result.counts["adopted"] = adopted["copied"] + adopted["settled_legacy"] + adopted["settled_duplicates"]
+    result.counts["claimed"] = len(jobs)
+    for job in jobs:
+        handle(job, lease_owner, result, readback_delay_ms, provider_for)
+    return result
+
+
+def handle(job: obligations.Job, lease_owner: str, result: CleanupTick, readback_delay_ms: float, provider_for) -> None:
+    ref = SandboxRef(job.provider, job.sandbox_id, job.routing_domain)
+    try:
+        provider = provider_for(job.provider)
+        if obligations.read_acceptance(job) is None:
+            obligations.record_event(job, "provider_delete_requested", {"routingDomain": job.routing_domain})
+            outcome = provider.delete(ref)
+            if outcome is DeleteOutcome.ALREADY_ABSENT:
+                _complete(job, lease_owner, "already_absent", result)
+                return
+            obligations.record_event(job, "provider_delete_accepted", {"routingDomain": job.routing_domain})
+            result.counts["accepted"] += 1
+        seen = provider.read_back(ref)
+    except ProviderError as error:
+        obligations.record_event(job, "provider_delete_failed", {"routingDomain": job.routing_domain, "error": str(error)[:500],
+                                                             "permanent": error.permanent})
+        status = obligations.fail(job, lease_owner, str(error), permanent=error.permanent,
+                                  retry_after_s=error.retry_after)
+        result.counts["blocked" if status == CleanupStatus.BLOCKED else "retried"] += 1
+        logger.warning("cleanup %s %s: %s (%s)", job.provider, job.sandbox_id, error, status)
+        return
+    if seen is ReadBack.DELETED:
+        _complete(job, lease_owner, "deleted", result)
+    else:
+        obligations.retry_later(job, lease_owner, readback_delay_ms)
+        result.counts["retried"] += 1
+
+
+def _complete(job: obligations.Job, lease_owner: str, provider_outcome: str, result: CleanupTick) -> None:
+    outcome = obligations.complete(job, lease_owner, provider_outcome, job.routing_domain)
+    if outcome == "completed":
+        result.counts["confirmed"] += 1
+    logger.info("cleanup %s %s: %s (%s)", job.provider, job.sandbox_id, outcome, provider_outcome)

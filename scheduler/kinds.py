@@ -1,0 +1,132 @@
+"""The scheduler's closed vocabularies, as enums shared by Python and the SQL parameters.
+
+Each is a StrEnum, so a member is passed to PostgreSQL as its text and a
+misspelt name fails in Python (`VerdictKind("runer_lost")` raises) instead of
+reading as a silent non-match in SQL. Section numbers are those of
+docs/requirements.md.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class RunStatus(enum.StrEnum):
+    """§1.1: the statuses of a run; the last three are terminal and frozen."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    WAITING = "waiting"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_RUN_STATUSES
+
+
+TERMINAL_RUN_STATUSES = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED})
+
+
+class AttemptStatus(enum.StrEnum):
+    """§1.2: the statuses of an attempt."""
+
+    CLAIMED = "claimed"
+    RUNNING = "running"
+    WAITING = "waiting"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    RELEASED = "released"
+
+
+# §1.2: "a newer attempt exists" means a higher attempt in one of these statuses
+# (a released claim does not fence). The SQL fragment newer_attempt_exists spells
+# the same list; a test holds the two together.
+FENCING_ATTEMPT_STATUSES = (
+    AttemptStatus.CLAIMED, AttemptStatus.RUNNING, AttemptStatus.WAITING, AttemptStatus.COMPLETED, AttemptStatus.FAILED,
+)
+
+
+class ReceiptStatus(enum.StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+class CleanupStatus(enum.StrEnum):
+    PENDING = "pending"
+    BLOCKED = "blocked"
+    DELETED = "deleted"
+
+
+class ResultStatus(enum.StrEnum):
+    """The status of a runner terminal envelope."""
+
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+class FailureCode(enum.StrEnum):
+    """Error codes the scheduler itself writes into a terminal result."""
+
+    RUNNER_LOST = "runner_lost"
+    DISPATCH_LOST = "dispatch_lost"
+    CANCELLED = "cancelled"
+    WAIT_DEADLINE_EXCEEDED = "wait_deadline_exceeded"
+
+
+# TRM-5: losses that requeue the run while attempts remain.
+RETRYABLE_CODES = (FailureCode.RUNNER_LOST, FailureCode.DISPATCH_LOST)
+
+
+class VerdictKind(enum.StrEnum):
+    """SWP-4, RUN-10, SWP-7: the verdicts the liveness sweep records on a parked attempt."""
+
+    RUNNER_LOST = "runner_lost"
+    CANCEL_UNACKNOWLEDGED = "cancel_unacknowledged"
+    WAIT_DEADLINE_EXCEEDED = "wait_deadline_exceeded"
+
+
+class Provider(enum.StrEnum):
+    """§10: the sandbox providers."""
+
+    DAYTONA = "daytona"
+    MODAL = "modal"
+    LOCAL = "local"
+
+
+# §1.9: a suspension that names no provider was written by a Daytona-only release.
+SUSPENSION_FALLBACK_PROVIDER = Provider.DAYTONA
+
+
+class Lane(enum.StrEnum):
+    """§1.3: the outbox lanes."""
+
+    LEDGER = "ledger"
+    SEARCH = "search"
+
+
+class HeadPriority(enum.StrEnum):
+    """OBX-2: the orders in which a drainer lists ready runs."""
+
+    ADMISSION_FIRST = "admission_first"
+    OLDEST_READY = "oldest_ready"
+
+
+class Environment(enum.StrEnum):
+    """ADM-1: the deployment environments a release admission key may name."""
+
+    PREVIEW = "preview"
+    PRODUCTION = "production"
+
+
+TERMINAL_FACT_TYPES = ("run.completed", "run.failed", "run.cancelled")
+
+
+def values(kind: type[enum.StrEnum]) -> tuple[str, ...]:
+    """The members' texts, in declaration order (for messages and choices)."""
+    return tuple(member.value for member in kind)

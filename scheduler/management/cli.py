@@ -1,0 +1,86 @@
+"""What the scheduler's commands share: argument types that name their flag, one-line errors, loop flags."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import Callable
+
+from django.core.management.base import BaseCommand
+
+from scheduler.loop import Loop, Tick
+
+
+def integer(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer in [minimum, maximum]; argparse prefixes the flag to the message."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            bound = f"between {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
+            raise argparse.ArgumentTypeError(f"must be {bound}, got {value}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def seconds(*, positive: bool = False) -> Callable[[str], float]:
+    """An argparse type: a number of seconds, not negative (or above zero when `positive`)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+        if value != value or value < 0 or (positive and value == 0):
+            raise argparse.ArgumentTypeError(f"must be {'above zero' if positive else 'zero or more'}, got {text}")
+        return value
+
+    parse.__name__ = "seconds"
+    return parse
+
+
+def subset(options: tuple[str, ...]) -> Callable[[str], list[str]]:
+    """An argparse type: a comma-separated, non-empty subset of `options`."""
+    def parse(text: str) -> list[str]:
+        chosen = [name.strip() for name in text.split(",") if name.strip()]
+        if not chosen or set(chosen) - set(options):
+            raise argparse.ArgumentTypeError(f"takes a comma-separated subset of {', '.join(options)}, got {text!r}")
+        return chosen
+
+    parse.__name__ = "subset"
+    return parse
+
+
+class SchedulerCommand(BaseCommand):
+    """A command whose bad arguments end it with one line on stderr and a non-zero exit, before anything is written."""
+
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        fallback = parser.error
+
+        def one_line_error(message):
+            # From a shell: the message alone (argparse would print the usage first); from call_command: CommandError.
+            if parser.called_from_command_line:
+                parser.exit(2, f"{parser.prog}: error: {message}\n")
+            fallback(message)
+
+        parser.error = one_line_error
+        return parser
+
+
+class LoopCommand(SchedulerCommand):
+    """A worker loop command: --once and --interval, one Loop (scheduler/loop.py)."""
+
+    loop_name = ""
+    default_interval = 1.0
+
+    def add_arguments(self, parser):
+        parser.add_argument("--once", action="store_true", help="one tick, then exit")
+        parser.add_argument("--interval", type=seconds(), default=self.default_interval,
+                            help="seconds between ticks when idle")
+
+    def run_loop(self, tick: Callable[[], Tick | dict], options: dict, logger: logging.Logger) -> None:
+        Loop(self.loop_name, tick, interval=options["interval"], once=options["once"], logger=logger).run()

@@ -1,0 +1,7 @@
+"""The import surface of the scheduler's models (tables in SCHEDULER_SCHEMA), one module per room."""
+
+from scheduler.models.admin_views import AttemptRow, CleanupJobRow, ReceiptRow  # noqa: F401
+from scheduler.models.billing_tables import BillingItem, BillingJob  # noqa: F401
+from scheduler.models.cleanup_tables import CleanupEvent, CleanupJob, LegacyCleanupJob  # noqa: F401
+from scheduler.models.outbox_tables import OutboxFact, RunLedgerEvent  # noqa: F401
+from scheduler.models.run_tables import Attempt, ControlKey, Receipt, ReleaseAdmission, Run, SchemaVersion  # noqa: F401

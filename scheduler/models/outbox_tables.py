@@ -1,0 +1,57 @@
+"""The outbox (OBX-1..10) and the built-in run-ledger receiver's table."""
+
+import pgtrigger
+from django.db import models
+from django.db.models.functions import Now
+
+from scheduler.kinds import Lane, values
+
+
+class OutboxFact(models.Model):
+    """One run fact on its way to the run ledger (requirements §1.3)."""
+
+    event_id = models.TextField(primary_key=True)
+    run_id = models.TextField()
+    event_type = models.TextField()
+    payload_json = models.JSONField(db_default={})
+    lane = models.TextField(db_default="ledger")
+    created_at = models.DateTimeField(db_default=Now())
+    delivered_at = models.DateTimeField(null=True)
+    lease_owner = models.TextField(null=True)
+    lease_expires_at = models.DateTimeField(null=True)
+    next_attempt_at = models.DateTimeField(null=True)
+    attempt_count = models.IntegerField(db_default=0)
+    last_error = models.TextField(null=True)
+    failed_at = models.DateTimeField(null=True)
+
+    class Meta:
+        db_table = "outbox"
+        verbose_name = "outbox fact"
+        constraints = [
+            models.CheckConstraint(condition=models.Q(lane__in=values(Lane)), name="outbox_lane_check"),
+        ]
+        triggers = [
+            # Wake drainers on new facts (LISTEN <schema>_outbox_wake); polling stays the fallback.
+            pgtrigger.Trigger(
+                name="outbox_wake_drainers",
+                level=pgtrigger.Statement,
+                operation=pgtrigger.Insert,
+                when=pgtrigger.After,
+                func="PERFORM pg_notify(TG_TABLE_SCHEMA || '_outbox_wake', ''); RETURN NULL;",
+            ),
+        ]
+
+
+class RunLedgerEvent(models.Model):
+    """The built-in run-ledger receiver (OBX-10): delivered facts, once per event id."""
+
+    event_id = models.TextField(primary_key=True)
+    run_id = models.TextField()
+    event_type = models.TextField()
+    occurred_at = models.DateTimeField()
+    payload_json = models.JSONField(db_default={})
+    received_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "run_ledger_events"
+        verbose_name = "run ledger event (built-in receiver)"

@@ -1,0 +1,162 @@
+"""Runs, attempts, control keys, release admission, receipts, the schema marker.
+
+The models mirror tables whose names and columns are a contract (requirements §1);
+the database, not the ORM, writes them (scheduler/sql/). Triggers declared
+here hold the invariants the database can hold itself.
+"""
+
+import pgtrigger
+from django.db import models
+from django.db.models.functions import Now
+
+from scheduler.kinds import TERMINAL_RUN_STATUSES, AttemptStatus, ReceiptStatus, RunStatus, values
+from scheduler.models.invariants import refuse
+
+RUN_STATUSES = values(RunStatus)
+ATTEMPT_STATUSES = values(AttemptStatus)
+RECEIPT_STATUSES = values(ReceiptStatus)
+
+
+class Run(models.Model):
+    run_id = models.TextField(primary_key=True)
+    org_id = models.TextField(null=True)
+    play_name = models.TextField()
+    graph_hash = models.TextField(null=True)
+    runtime_profile = models.TextField(null=True)
+    definition_scope = models.TextField(null=True)
+    status = models.TextField()
+    launch_json = models.JSONField(db_default={})
+    input_json = models.JSONField(null=True)
+    suspension_json = models.JSONField(null=True)
+    terminal_result_json = models.JSONField(null=True)
+    runtime_resources_json = models.JSONField(db_default=[])
+    runtime_timing_json = models.JSONField(null=True)
+    wait_deadline = models.DateTimeField(null=True)
+    run_log_store = models.TextField(null=True)
+    max_attempts = models.IntegerField(db_default=3)
+    array_input_started = models.BooleanField(db_default=False)
+    created_at = models.DateTimeField(db_default=Now())
+    updated_at = models.DateTimeField(db_default=Now())
+    started_at = models.DateTimeField(null=True)
+    finished_at = models.DateTimeField(null=True)
+
+    class Meta:
+        db_table = "runs"
+        constraints = [
+            models.CheckConstraint(condition=models.Q(status__in=RUN_STATUSES), name="runs_status_check"),
+            models.CheckConstraint(
+                condition=models.Q(definition_scope__in=("org", "system")), name="runs_definition_scope_check"
+            ),
+            models.CheckConstraint(condition=models.Q(run_log_store="planet_scale"), name="runs_run_log_store_check"),
+            models.CheckConstraint(condition=models.Q(max_attempts__gte=1), name="runs_max_attempts_check"),
+        ]
+        triggers = [
+            # A terminal run never changes status again (SPEC 1.1).
+            pgtrigger.Trigger(
+                name="terminal_run_status_frozen",
+                operation=pgtrigger.Update,
+                when=pgtrigger.Before,
+                condition=pgtrigger.Q(old__status__in=tuple(status.value for status in RunStatus if status in TERMINAL_RUN_STATUSES))
+                & pgtrigger.Q(new__status__df=pgtrigger.F("old__status")),
+                func=refuse("'run % is % (terminal) and cannot change status to %', OLD.run_id, OLD.status, NEW.status"),
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.run_id} ({self.status})"
+
+
+class Attempt(models.Model):
+    pk = models.CompositePrimaryKey("run_id", "attempt")
+    run = models.ForeignKey(Run, models.DO_NOTHING, db_column="run_id", db_index=False, related_name="attempts")
+    attempt = models.IntegerField()
+    status = models.TextField()
+    lease_token = models.TextField(null=True)
+    lease_expires_at = models.DateTimeField(null=True)
+    heartbeat_at = models.DateTimeField(null=True)
+    runner_result_json = models.JSONField(null=True)
+    runner_log_payload_json = models.JSONField(null=True)
+    runner_terminal_received_at = models.DateTimeField(null=True)
+    created_at = models.DateTimeField(db_default=Now())
+    updated_at = models.DateTimeField(db_default=Now())
+    finished_at = models.DateTimeField(null=True)
+
+    class Meta:
+        db_table = "attempts"
+        constraints = [
+            models.CheckConstraint(condition=models.Q(attempt__gte=1), name="attempts_attempt_check"),
+            models.CheckConstraint(condition=models.Q(status__in=ATTEMPT_STATUSES), name="attempts_status_check"),
+        ]
+        triggers = [
+            # A completed or failed attempt keeps its status and its result (one verdict).
+            pgtrigger.Trigger(
+                name="finished_attempt_frozen",
+                operation=pgtrigger.Update,
+                when=pgtrigger.Before,
+                condition=pgtrigger.Q(old__status__in=("completed", "failed"))
+                & (
+                    pgtrigger.Q(new__status__df=pgtrigger.F("old__status"))
+                    | pgtrigger.Q(new__runner_result_json__df=pgtrigger.F("old__runner_result_json"))
+                ),
+                func=refuse(
+                    "'attempt % of run % is % and cannot change its status or result', "
+                    "OLD.attempt, OLD.run_id, OLD.status"
+                ),
+            ),
+        ]
+
+
+class ControlKey(models.Model):
+    key = models.TextField(primary_key=True)
+    value_json = models.JSONField(db_default={})
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "control"
+
+
+class ReleaseAdmission(models.Model):
+    release_id = models.TextField(primary_key=True)
+    accepting = models.BooleanField()
+    admission_epoch = models.BigIntegerField()
+    updated_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "runtime_release_admission"
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(admission_epoch__gte=0, admission_epoch__lte=2**53 - 1),
+                name="runtime_release_admission_epoch_check",
+            ),
+        ]
+
+
+class Receipt(models.Model):
+    pk = models.CompositePrimaryKey("run_id", "key")
+    run = models.ForeignKey(Run, models.DO_NOTHING, db_column="run_id", db_index=False, related_name="receipts")
+    key = models.TextField()
+    status = models.TextField()
+    lease_id = models.TextField(null=True)
+    lease_expires_at = models.DateTimeField(null=True)
+    run_attempt = models.IntegerField(null=True)
+    output_json = models.JSONField(null=True)
+    error_json = models.JSONField(null=True)
+    created_at = models.DateTimeField(db_default=Now())
+    updated_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "receipts"
+        constraints = [
+            models.CheckConstraint(condition=models.Q(status__in=RECEIPT_STATUSES), name="receipts_status_check"),
+        ]
+
+
+class SchemaVersion(models.Model):
+    """Deployment work done (SCH-1); never a floor that code refuses to run below."""
+
+    version = models.IntegerField(primary_key=True)
+    applied_at = models.DateTimeField(db_default=Now())
+    description = models.TextField(null=True)
+
+    class Meta:
+        db_table = "scheduler_schema_migrations"

@@ -1,0 +1,1 @@
+"""The outbox (promise 2: every run fact reaches the run ledger once, in per-run causal order)."""

@@ -1,0 +1,121 @@
+"""Dispatch (RUN-2, RUN-3): claim queued runs, start each in its sandbox, park it.
+
+The runner token handed to the sandbox is scoped to the claim's lease. A
+sandbox that started but could not park (its runner already settled, or the
+claim was lost) keeps its billing resource and gets a cleanup obligation, so
+it is never leaked.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from dataclasses import dataclass, field
+
+from scheduler import db
+from scheduler.conf import PROJECT_DIR, scheduler_settings
+from scheduler.kinds import FailureCode, Provider, ResultStatus
+from scheduler.providers import ProviderError, get_provider, sandbox_placement
+from scheduler.providers.base import StartRequest
+from scheduler.runs import lifecycle, settlement
+from scheduler.runs.tokens import mint_runner_token
+
+logger = logging.getLogger("scheduler.dispatch")
+
+
+@dataclass
+class DispatchTick:
+    counts: dict = field(default_factory=lambda: {"claimed": 0, "parked": 0, "start_failed": 0, "unparked": 0})
+
+
+def _play_spec(claim: lifecycle.Claim) -> dict:
+    play = claim.launch.get("play")
+    if isinstance(play, dict):
+        return play
+    return {"callable": claim.play_name}
+
+
+def runner_env(claim: lifecycle.Claim, heartbeat_timeout_ms: int) -> dict[str, str]:
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONPATH": str(PROJECT_DIR),
+        "SCHEDULER_API_URL": claim.launch.get("runnerApiUrl") or scheduler_settings.public_api_url,
+        "SCHEDULER_RUNNER_TOKEN": mint_runner_token(claim.run_id, claim.attempt, claim.lease_token),
+        "SCHEDULER_RUN_ID": claim.run_id,
+        "SCHEDULER_ATTEMPT": str(claim.attempt),
+        "SCHEDULER_LEASE_TOKEN": claim.lease_token,
+        "SCHEDULER_PLAY": json.dumps(_play_spec(claim)),
+        "SCHEDULER_PLAY_INPUT": json.dumps(claim.input),
+        "SCHEDULER_HEARTBEAT_TIMEOUT_MS": str(heartbeat_timeout_ms),
+    }
+
+
+def dispatch_claim(claim: lifecycle.Claim, result: DispatchTick) -> None:
+    launch = claim.launch
+    provider_name, routing_domain = sandbox_placement(launch, claim.org_id)
+    timeout_ms = int(launch.get("heartbeatTimeoutMs") or scheduler_settings.heartbeat_timeout_ms)
+    python = sys.executable if provider_name == Provider.LOCAL else "python3"
+    request = StartRequest(claim.run_id, claim.attempt, routing_domain, runner_env(claim, timeout_ms),
+                           [python, "-m", "scheduler.runner"])
+    try:
+        ref = get_provider(provider_name).start(request)
+    except ProviderError as error:
+        result.counts["start_failed"] += 1
+        logger.warning("dispatch run=%s attempt=%s provider=%s start failed: %s", claim.run_id, claim.attempt, provider_name, error)
+        # A retryable loss: the run goes back to the queue while attempts remain.
+        lost = {"status": ResultStatus.FAILED, "error": {"code": FailureCode.DISPATCH_LOST, "message": str(error)[:500]}}
+        settlement.settle_attempt(claim.run_id, claim.attempt, claim.lease_token, lost)
+        _keep_what_a_failed_start_left(claim, request, provider_name)
+        return
+    now_ms = int(time.time() * 1000)
+    resource = _resource(ref, request, now_ms)
+    parked = lifecycle.park(claim.run_id, claim.attempt, claim.lease_token, ref.as_json(),
+                            heartbeat_timeout_ms=timeout_ms, started_at_ms=now_ms, resource=resource)
+    if parked:
+        result.counts["parked"] += 1
+        logger.info("dispatch run=%s attempt=%s provider=%s sandbox=%s parked", claim.run_id, claim.attempt,
+                    provider_name, ref.sandbox_id)
+        return
+    result.counts["unparked"] += 1
+    _keep_for_cleanup(claim, ref, resource)
+    logger.info("dispatch run=%s attempt=%s sandbox=%s could not park; cleanup obligation written",
+                claim.run_id, claim.attempt, ref.sandbox_id)
+
+
+def _resource(ref, request: StartRequest, now_ms: int) -> dict:
+    return {**ref.as_json(), "billingStartedAt": now_ms, "cpu": request.cpu, "memoryMb": request.memory_mb}
+
+
+def _keep_for_cleanup(claim: lifecycle.Claim, ref, resource: dict) -> None:
+    """A sandbox its attempt will never use: keep its billing resource and give it a cleanup obligation."""
+    db.run("runs_record_unparked_sandbox", {
+        "run_id": claim.run_id, "attempt": claim.attempt, "provider": ref.provider, "sandbox_id": ref.sandbox_id,
+        "routing_domain": ref.routing_domain, "resource": json.dumps(resource),
+    })
+
+
+def _keep_what_a_failed_start_left(claim: lifecycle.Claim, request: StartRequest, provider_name: str) -> None:
+    """A start can fail half-way (a Daytona sandbox created, its runner not started): find what it left by its tags."""
+    try:
+        left = get_provider(provider_name).find_started(claim.run_id, claim.attempt, request.routing_domain)
+    except ProviderError as error:
+        logger.warning("dispatch run=%s attempt=%s provider=%s could not list what the failed start left: %s",
+                       claim.run_id, claim.attempt, provider_name, error)
+        return
+    now_ms = int(time.time() * 1000)
+    for ref in left:
+        _keep_for_cleanup(claim, ref, _resource(ref, request, now_ms))
+        logger.info("dispatch run=%s attempt=%s sandbox=%s left by a failed start; cleanup obligation written",
+                    claim.run_id, claim.attempt, ref.sandbox_id)
+
+
+def run_once(limit: int = 10) -> DispatchTick:
+    result = DispatchTick()
+    claims = lifecycle.claim_queued_runs(limit)
+    result.counts["claimed"] = len(claims)
+    for claim in claims:
+        dispatch_claim(claim, result)
+    return result

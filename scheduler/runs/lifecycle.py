@@ -1,0 +1,187 @@
+"""Run lifecycle (RUN-1..8): launch, claim, park, heartbeat, cancel, status.
+
+Each operation is one named statement in sql/lifecycle.sql; the fences
+(lease token, exact attempt, no newer attempt, run lock first) live there.
+Answers are dataclasses; the API turns them into JSON (api/responses.py).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from scheduler import db
+from scheduler.conf import scheduler_settings
+from scheduler.errors import NotFound, ReleaseClosed
+from scheduler.runs import admission
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value)
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """A validated launch (api/parsing.py builds it from a request body)."""
+
+    play_name: str
+    org_id: str | None = None
+    input: Any = None
+    launch: dict | None = None
+    max_attempts: int = 3
+    run_log_store: str | None = None
+    graph_hash: str | None = None
+    runtime_profile: str | None = None
+    definition_scope: str | None = None
+    wait_deadline: dt.datetime | None = None
+
+
+def launch_run(request: LaunchRequest) -> str:
+    """RUN-1/ADM-5: insert a queued run and run.created, refused while its release reads closed."""
+    launch = request.launch or {}
+    release_id = launch.get("absurdReleaseId")
+    keys = admission.admission_keys(release_id, launch.get("environment")) if release_id else []
+    run_id = f"run_{uuid.uuid4().hex}"
+    with transaction.atomic():
+        admission.lock_keys(keys)
+        row = db.fetch_one("runs_launch", {
+            "release_keys": keys, "run_id": run_id, "org_id": request.org_id, "play_name": request.play_name,
+            "graph_hash": request.graph_hash, "runtime_profile": request.runtime_profile,
+            "definition_scope": request.definition_scope, "launch": json.dumps(launch), "input": _json(request.input),
+            "run_log_store": request.run_log_store, "max_attempts": request.max_attempts,
+            "wait_deadline": request.wait_deadline,
+        })
+    if row["release_closed"]:
+        raise ReleaseClosed(f'release "{release_id}" is closed to new runs')
+    return row["run_id"]
+
+
+@dataclass(frozen=True)
+class Claim:
+    run_id: str
+    attempt: int
+    lease_token: str
+    lease_expires_at: dt.datetime
+    org_id: str | None
+    play_name: str
+    input: Any
+    launch: dict
+
+
+def claim_queued_runs(limit: int = 1, lease_seconds: float | None = None) -> list[Claim]:
+    """RUN-2: claim up to `limit` queued runs (SKIP LOCKED), each as a new attempt with a fresh lease."""
+    rows = db.fetch_all("runs_claim_queued", {
+        "limit": limit, "lease_seconds": lease_seconds or scheduler_settings.claim_lease_seconds,
+    })
+    return [Claim(r["run_id"], r["attempt"], r["lease_token"], r["lease_expires_at"], r["org_id"], r["play_name"],
+                  r["input_json"], r["launch_json"] or {}) for r in rows]
+
+
+def park(run_id: str, attempt: int, lease_token: str, sandbox_ref: dict, *, heartbeat_timeout_ms: int,
+         started_at_ms: int, resource: dict | None = None, wait_deadline: dt.datetime | None = None) -> bool:
+    """RUN-3: the attempt and run wait on the detached runner in its sandbox."""
+    suspension = {
+        "kind": "detached_runner",
+        "runnerAttempt": attempt,
+        "runtimeSandboxRef": sandbox_ref,
+        "sandboxProvider": sandbox_ref.get("provider"),
+        "startedAtMs": started_at_ms,
+        "heartbeatTimeoutMs": heartbeat_timeout_ms,
+    }
+    row = db.fetch_one("runs_park", {
+        "run_id": run_id, "attempt": attempt, "lease_token": lease_token, "suspension": json.dumps(suspension),
+        "resource": _json(resource), "wait_deadline": wait_deadline,
+    })
+    return bool(row["parked"])
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    current: bool
+    cancel_requested: bool
+    heartbeat_identity: str | None
+
+
+def heartbeat(run_id: str, attempt: int, lease_token: str) -> Heartbeat:
+    """RUN-4: bump the current attempt's heartbeat; report currency and a queued cancel."""
+    row = db.fetch_one("attempts_heartbeat", {"run_id": run_id, "attempt": attempt, "lease_token": lease_token})
+    return Heartbeat(row["current"], row["cancel_requested"], row["heartbeat_identity"])
+
+
+@dataclass(frozen=True)
+class CancelOutcome:
+    run_id: str
+    prior_status: str
+    cancel_queued: bool
+    cancelled_now: bool
+
+
+def cancel_run(run_id: str, reason: str = "cancel_requested") -> CancelOutcome:
+    """RUN-7: queue the cancel; a queued run is cancelled directly."""
+    row = db.fetch_one("runs_cancel", {"run_id": run_id, "reason": reason})
+    if row is None:
+        raise NotFound(f"run {run_id} not found")
+    return CancelOutcome(run_id, row["prior_status"], row["cancel_queued"], row["cancelled"])
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    """RUN-8: what a run's status read returns; no launch secrets, and the schema actually queried."""
+
+    run_id: str
+    org_id: str | None
+    status: str
+    play_name: str
+    graph_hash: str | None
+    runtime_backend: str | None
+    run_log_store: str | None
+    definition_scope: str | None
+    created_at: dt.datetime | None
+    updated_at: dt.datetime | None
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    attempts: list
+    scheduler_schema: str
+
+
+def run_status(run_id: str) -> RunSnapshot:
+    row = db.fetch_one("runs_read_status", {"run_id": run_id})
+    if row is None:
+        raise NotFound(f"run {run_id} not found")
+    return RunSnapshot(**row)
+
+
+@dataclass(frozen=True)
+class Standing:
+    run_status: str
+    attempt_status: str | None
+    superseded: bool
+
+
+def attempt_standing(run_id: str, attempt: int) -> Standing | None:
+    """RUN-5: where a run and one attempt stand; None when the run is missing."""
+    row = db.fetch_one("attempts_read_standing", {"run_id": run_id, "attempt": attempt})
+    return None if row is None else Standing(row["run_status"], row["attempt_status"], row["superseded"])
+
+
+def register_array_input_intent(run_id: str, org_id: str, attempt: int) -> bool:
+    """RUN-6: serializes with terminal transitions through the run row."""
+    if db.execute("runs_register_array_input_intent", {"run_id": run_id, "org_id": org_id, "attempt": attempt}) == 1:
+        return True
+    if not db.fetch_value("runs_exists", {"run_id": run_id}):
+        raise NotFound(f"run {run_id} not found")
+    return False
+
+
+def attempt_lease(run_id: str, attempt: int) -> str:
+    row = db.fetch_one("attempts_read_lease", {"run_id": run_id, "attempt": attempt})
+    if row is None:
+        raise NotFound(f"attempt {attempt} of run {run_id} not found")
+    if row["lease_token"] is None:
+        raise NotFound(f"attempt {attempt} of run {run_id} has no lease")
+    return row["lease_token"]

@@ -1,0 +1,213 @@
+-- name: runs_list_liveness_work
+-- Read-only liveness discovery across every release lane: recorded terminals to settle, and stale parked runners to inspect, paged per provider after a per-provider cursor (SWP-1, SWP-2).
+-- plan: custom
+WITH detached AS MATERIALIZED (
+    SELECT run.run_id, attempt.attempt, attempt.lease_token,
+           attempt.status AS attempt_status, run.status AS run_status,
+           attempt.heartbeat_at,
+           attempt.runner_result_json IS NULL AS no_runner_result,
+           attempt.runner_result_json ->> 'status' AS runner_result_status,
+           run.suspension_json, run.wait_deadline,
+           nullif(run.launch_json ->> 'absurdReleaseId', '') AS release_id,
+           {{suspension_provider(run.suspension_json)}} AS provider
+    FROM __schema__.runs AS run
+    JOIN __schema__.attempts AS attempt
+      ON attempt.run_id = run.run_id
+     AND to_jsonb(attempt.attempt) = run.suspension_json -> 'runnerAttempt'
+    WHERE run.status IN ('running', 'waiting')
+      AND run.suspension_json ->> 'kind' = 'detached_runner'
+      AND attempt.status IN ('running', 'waiting')
+      AND attempt.lease_token IS NOT NULL
+      AND NOT {{newer_attempt_exists(attempt.run_id, attempt.attempt)}}
+), unsettled AS (
+    SELECT * FROM detached
+    WHERE runner_result_status IN ('completed', 'failed')
+    ORDER BY run_id
+    LIMIT %(limit)s::integer
+), stale AS (
+    SELECT detached.*, row_number() OVER (PARTITION BY provider ORDER BY run_id) AS provider_rank
+    FROM detached
+    WHERE provider = ANY (%(providers)s::text[])
+      AND no_runner_result
+      AND attempt_status = 'waiting'
+      AND run_status = 'waiting'
+      AND (wait_deadline IS NULL OR wait_deadline > coalesce(%(now)s::timestamptz, clock_timestamp()))
+      AND run_id > coalesce(%(after_run_ids)s::jsonb ->> provider, '')
+      AND NOT EXISTS (
+          SELECT 1 FROM __schema__.control AS cancel
+          WHERE cancel.key = {{cancel_key(detached.run_id)}}
+      )
+      AND coalesce(
+              heartbeat_at,
+              CASE WHEN jsonb_typeof(suspension_json -> 'startedAtMs') = 'number'
+                   THEN to_timestamp((suspension_json ->> 'startedAtMs')::double precision / 1000) END
+          ) + (
+              CASE WHEN jsonb_typeof(suspension_json -> 'heartbeatTimeoutMs') = 'number'
+                        AND (suspension_json ->> 'heartbeatTimeoutMs')::double precision >= 0
+                   THEN (suspension_json ->> 'heartbeatTimeoutMs')::double precision
+                   ELSE %(default_timeout_ms)s::double precision END
+          ) * interval '1 millisecond' <= coalesce(%(now)s::timestamptz, clock_timestamp())
+)
+SELECT 'settle' AS work, provider, release_id, run_id, attempt, lease_token,
+       to_char(heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS heartbeat_identity,
+       suspension_json
+FROM unsettled
+UNION ALL
+SELECT 'inspect', provider, release_id, run_id, attempt, lease_token,
+       to_char(heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       suspension_json
+FROM stale
+WHERE provider_rank <= %(limit)s::integer
+ORDER BY run_id;
+
+-- name: attempts_record_parked_verdict
+-- The sweep's first write: record the runner terminal a parked attempt would, fenced in one statement on everything a provider read could have outdated (SWP-4, RUN-10, SWP-7).
+WITH parked_run AS MATERIALIZED (
+    SELECT run.run_id, run.run_log_store, run.wait_deadline
+    FROM __schema__.runs AS run
+    WHERE run.run_id = %(run_id)s::text
+      AND run.status = 'waiting'
+      AND run.suspension_json ->> 'kind' = 'detached_runner'
+      AND run.suspension_json -> 'runnerAttempt' = to_jsonb(%(attempt)s::integer)
+    FOR NO KEY UPDATE
+)
+UPDATE __schema__.attempts AS target
+SET runner_result_json = %(result)s::jsonb,
+    runner_log_payload_json = CASE WHEN parked_run.run_log_store = 'planet_scale' THEN %(log_payload)s::jsonb END,
+    runner_terminal_received_at = clock_timestamp(),
+    updated_at = now()
+FROM parked_run
+WHERE target.run_id = parked_run.run_id
+  AND target.attempt = %(attempt)s::integer
+  AND target.status = 'waiting'
+  AND target.lease_token = %(lease_token)s::text
+  AND target.runner_result_json IS NULL
+  AND NOT {{newer_attempt_exists(target.run_id, target.attempt)}}
+  AND CASE %(kind)s::text
+      WHEN 'runner_lost' THEN
+          target.heartbeat_at IS NOT DISTINCT FROM %(expected_heartbeat_at)s::timestamptz
+          AND NOT EXISTS (SELECT 1 FROM __schema__.control AS cancel WHERE cancel.key = {{cancel_key(target.run_id)}})
+      WHEN 'cancel_unacknowledged' THEN
+          target.heartbeat_at IS NOT DISTINCT FROM %(expected_heartbeat_at)s::timestamptz
+          AND EXISTS (SELECT 1 FROM __schema__.control AS cancel WHERE cancel.key = {{cancel_key(target.run_id)}})
+      WHEN 'wait_deadline_exceeded' THEN
+          parked_run.wait_deadline <= coalesce(%(now)s::timestamptz, clock_timestamp())
+      -- A kind this statement does not know is a caller's bug: fail loudly instead of reading as "fenced".
+      ELSE ('unknown verdict kind: ' || %(kind)s::text)::boolean
+  END
+RETURNING target.run_id;
+
+-- name: runs_list_unacknowledged_cancels
+-- Parked runs whose queued cancel the runner has not acknowledged within its heartbeat timeout (RUN-10).
+-- plan: custom
+SELECT run.run_id, attempt.attempt, attempt.lease_token, run.suspension_json,
+       to_char(attempt.heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS heartbeat_identity
+FROM __schema__.runs AS run
+JOIN __schema__.control AS cancel ON cancel.key = {{cancel_key(run.run_id)}}
+JOIN __schema__.attempts AS attempt
+  ON attempt.run_id = run.run_id AND to_jsonb(attempt.attempt) = run.suspension_json -> 'runnerAttempt'
+WHERE run.status = 'waiting'
+  AND run.suspension_json ->> 'kind' = 'detached_runner'
+  AND attempt.status = 'waiting'
+  AND attempt.runner_result_json IS NULL
+  AND greatest(
+          coalesce(attempt.heartbeat_at, '-infinity'::timestamptz),
+          cancel.created_at,
+          CASE WHEN jsonb_typeof(run.suspension_json -> 'startedAtMs') = 'number'
+               THEN to_timestamp((run.suspension_json ->> 'startedAtMs')::double precision / 1000)
+               ELSE '-infinity'::timestamptz END
+      ) + (
+          CASE WHEN jsonb_typeof(run.suspension_json -> 'heartbeatTimeoutMs') = 'number'
+                    AND (run.suspension_json ->> 'heartbeatTimeoutMs')::double precision >= 0
+               THEN (run.suspension_json ->> 'heartbeatTimeoutMs')::double precision
+               ELSE %(default_timeout_ms)s::double precision END
+      ) * interval '1 millisecond' <= coalesce(%(now)s::timestamptz, clock_timestamp())
+ORDER BY run.run_id
+LIMIT %(limit)s::integer;
+
+-- name: runs_list_passed_wait_deadlines
+-- Parked runs whose hard ceiling has passed (SWP-7); no provider is asked.
+-- plan: custom
+SELECT run.run_id, attempt.attempt, attempt.lease_token, run.suspension_json
+FROM __schema__.runs AS run
+JOIN __schema__.attempts AS attempt
+  ON attempt.run_id = run.run_id AND to_jsonb(attempt.attempt) = run.suspension_json -> 'runnerAttempt'
+WHERE run.status = 'waiting'
+  AND run.wait_deadline IS NOT NULL
+  AND run.wait_deadline <= coalesce(%(now)s::timestamptz, clock_timestamp())
+  AND run.suspension_json ->> 'kind' = 'detached_runner'
+  AND attempt.status = 'waiting'
+  AND attempt.runner_result_json IS NULL
+ORDER BY run.wait_deadline, run.run_id
+LIMIT %(limit)s::integer;
+
+-- name: attempts_list_expired_claims
+-- Claims whose lease expired before the dispatcher parked them (RUN-9).
+-- plan: custom
+SELECT attempt.run_id, attempt.attempt, attempt.lease_token
+FROM __schema__.attempts AS attempt
+JOIN __schema__.runs AS run ON run.run_id = attempt.run_id
+WHERE attempt.status IN ('claimed', 'running')
+  AND attempt.lease_expires_at <= coalesce(%(now)s::timestamptz, clock_timestamp())
+  AND attempt.runner_result_json IS NULL
+  AND run.status = 'running'
+ORDER BY attempt.lease_expires_at
+LIMIT %(limit)s::integer;
+
+-- name: attempts_record_dispatch_lost
+-- Record dispatch_lost on a claim that never parked, fenced: run running, claim still unparked and expired, same lease, no result, no newer attempt (RUN-9); leave the key by which the sweep finds a sandbox the dead dispatcher may have started (CLN-1).
+WITH claimed_run AS MATERIALIZED (
+    SELECT run.run_id
+    FROM __schema__.runs AS run
+    WHERE run.run_id = %(run_id)s::text AND run.status = 'running'
+    FOR NO KEY UPDATE
+), recorded AS (
+    UPDATE __schema__.attempts AS target
+    SET runner_result_json = %(result)s::jsonb,
+        runner_terminal_received_at = clock_timestamp(),
+        updated_at = now()
+    FROM claimed_run
+    WHERE target.run_id = claimed_run.run_id
+      AND target.attempt = %(attempt)s::integer
+      AND target.lease_token = %(lease_token)s::text
+      AND target.status IN ('claimed', 'running')
+      AND target.lease_expires_at <= coalesce(%(now)s::timestamptz, clock_timestamp())
+      AND target.runner_result_json IS NULL
+      AND NOT {{newer_attempt_exists(target.run_id, target.attempt)}}
+    RETURNING target.run_id, target.attempt
+), unparked_hint AS (
+    INSERT INTO __schema__.control (key, value_json)
+    SELECT {{unreconciled_key(recorded.run_id, recorded.attempt)}},
+           jsonb_build_object('runId', recorded.run_id, 'attempt', recorded.attempt)
+    FROM recorded
+    ON CONFLICT (key) DO NOTHING
+)
+SELECT recorded.run_id FROM recorded;
+
+-- name: control_list_unreconciled_sandboxes
+-- Attempts that never parked but may have left a sandbox (their runner reported, or their claim was recovered), with what placing that sandbox needs (CLN-1).
+-- plan: custom
+SELECT hint.key, run.run_id, (hint.value_json ->> 'attempt')::integer AS attempt, run.org_id, run.launch_json
+FROM __schema__.control AS hint
+JOIN __schema__.runs AS run ON run.run_id = hint.value_json ->> 'runId'
+WHERE hint.key LIKE {{unreconciled_key_pattern()}}
+ORDER BY hint.created_at
+LIMIT %(limit)s::integer;
+
+-- name: control_reconcile_unparked_sandboxes
+-- Give the sandboxes found for such an attempt their cleanup obligations and drop the hint, in one statement (CLN-1).
+WITH hint AS (
+    DELETE FROM __schema__.control AS hint
+    WHERE hint.key = %(key)s::text
+    RETURNING hint.value_json ->> 'runId' AS run_id, (hint.value_json ->> 'attempt')::integer AS attempt
+), obligations AS (
+    INSERT INTO __schema__.sandbox_cleanup_jobs_v2 (provider, sandbox_id, run_id, attempt, environment, routing_domain)
+    SELECT %(provider)s::text, started.sandbox_id, hint.run_id, hint.attempt,
+           coalesce(nullif(run.launch_json ->> 'environment', ''), 'production'), %(routing_domain)s::text
+    FROM hint
+    JOIN __schema__.runs AS run ON run.run_id = hint.run_id
+    CROSS JOIN unnest(%(sandbox_ids)s::text[]) AS started(sandbox_id)
+    ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
+    RETURNING sandbox_id
+)
+SELECT (SELECT count(*) FROM hint) AS dropped, (SELECT count(*) FROM obligations) AS obligations;

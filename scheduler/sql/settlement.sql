@@ -1,0 +1,209 @@
+-- name: attempts_settle
+-- Record runner terminals first-write-wins (TRM-1/TRM-2) and settle every current attempt among them in the same statement: attempt, run (terminal or queued for a retry), billing job, cleanup obligation, progress and terminal facts (TRM-4, TRM-5); one answer row per item, in input order. An item with a null result only settles what is recorded. Items name distinct runs.
+-- plan: generic
+WITH item AS MATERIALIZED (
+    SELECT *
+    FROM unnest(%(run_ids)s::text[], %(attempts)s::integer[], %(lease_tokens)s::text[], %(results)s::jsonb[],
+                %(log_payloads)s::jsonb[], %(from_runner)s::boolean[])
+         WITH ORDINALITY AS item(run_id, attempt, lease_token, result, log_payload, from_runner, position)
+), locked_run AS MATERIALIZED (
+    -- Run locks before attempt locks, as every writer of both takes them; in run_id order so batches never deadlock.
+    SELECT run.run_id, run.status, run.max_attempts, run.launch_json, run.suspension_json,
+           run.run_log_store = 'planet_scale' AS keeps_log_payload
+    FROM __schema__.runs AS run
+    WHERE run.run_id IN (SELECT item.run_id FROM item)
+    ORDER BY run.run_id
+    FOR NO KEY UPDATE
+), target AS MATERIALIZED (
+    SELECT attempt.run_id, attempt.attempt, attempt.runner_result_json AS prior_result,
+           attempt.runner_log_payload_json AS prior_log_payload, item.log_payload,
+           locked_run.launch_json, locked_run.suspension_json, locked_run.max_attempts, locked_run.keeps_log_payload,
+           flags.lease_matches, flags.records_now, flags.current, item.from_runner,
+           CASE WHEN flags.records_now AND flags.lease_matches THEN item.result
+                ELSE attempt.runner_result_json END AS result
+    FROM item
+    JOIN locked_run ON locked_run.run_id = item.run_id
+    JOIN __schema__.attempts AS attempt ON attempt.run_id = item.run_id AND attempt.attempt = item.attempt
+    CROSS JOIN LATERAL (
+        SELECT (item.lease_token IS NULL OR attempt.lease_token = item.lease_token) AS lease_matches,
+               attempt.runner_result_json IS NULL
+                   AND attempt.status NOT IN ('completed', 'failed')
+                   AND item.result IS NOT NULL AS records_now,
+               attempt.status IN ('claimed', 'running', 'waiting')
+                   AND locked_run.status IN ('queued', 'running', 'waiting')
+                   AND NOT {{newer_attempt_exists(attempt.run_id, attempt.attempt)}} AS current
+    ) AS flags
+    ORDER BY attempt.run_id
+    FOR NO KEY UPDATE OF attempt
+), verdict AS MATERIALIZED (
+    SELECT target.run_id, target.attempt, target.result, target.suspension_json, target.launch_json,
+           target.records_now AND target.from_runner AS runner_reported,
+           CASE
+               WHEN target.result ->> 'status' = 'completed' THEN 'completed'
+               WHEN EXISTS (
+                   SELECT 1 FROM __schema__.control AS cancel
+                   WHERE cancel.key = {{cancel_key(target.run_id)}}
+               ) THEN 'cancelled'
+               WHEN target.result -> 'error' ->> 'code' = ANY (%(retryable_codes)s::text[])
+                    AND target.attempt < target.max_attempts THEN 'retry'
+               ELSE 'failed'
+           END AS outcome,
+           -- One base time for every fact this statement writes, so their order is causal.
+           greatest(clock_timestamp(),
+                    coalesce((SELECT max(fact.created_at) FROM __schema__.outbox AS fact
+                              WHERE fact.run_id = target.run_id), '-infinity') + interval '1 microsecond') AS fact_base,
+           CASE WHEN jsonb_typeof(target.result -> 'terminalProgressEvents') = 'array'
+                THEN target.result -> 'terminalProgressEvents' ELSE '[]'::jsonb END AS progress_events,
+           -- Only the runner envelope's stats.runtimeResources is a source, never play output.
+           CASE WHEN jsonb_typeof(target.result -> 'stats') = 'object'
+                THEN target.result -> 'stats' -> 'runtimeResources' END AS resources
+    FROM target
+    WHERE target.current
+      AND target.lease_matches
+      AND target.result ->> 'status' IN ('completed', 'failed')
+), written_attempt AS (
+    UPDATE __schema__.attempts AS attempt
+    SET runner_result_json = target.result,
+        runner_log_payload_json = CASE
+            WHEN target.records_now AND target.keeps_log_payload THEN target.log_payload
+            ELSE target.prior_log_payload
+        END,
+        runner_terminal_received_at = coalesce(attempt.runner_terminal_received_at,
+                                               CASE WHEN target.records_now THEN clock_timestamp() END),
+        status = CASE verdict.outcome WHEN 'retry' THEN 'failed' ELSE coalesce(verdict.outcome, attempt.status) END,
+        finished_at = CASE WHEN verdict.outcome IS NULL THEN attempt.finished_at ELSE now() END,
+        updated_at = now()
+    FROM target
+    LEFT JOIN verdict ON verdict.run_id = target.run_id
+    WHERE attempt.run_id = target.run_id
+      AND attempt.attempt = target.attempt
+      AND target.lease_matches
+      AND (target.records_now OR verdict.outcome IS NOT NULL)
+), run_after AS (
+    UPDATE __schema__.runs AS run
+    SET status = CASE WHEN verdict.outcome = 'retry' THEN 'queued' ELSE verdict.outcome END,
+        terminal_result_json = CASE WHEN verdict.outcome = 'retry' THEN NULL ELSE verdict.result - 'terminalProgressEvents' END,
+        suspension_json = CASE WHEN verdict.outcome = 'retry' THEN NULL ELSE run.suspension_json END,
+        wait_deadline = CASE WHEN verdict.outcome = 'retry' THEN NULL ELSE run.wait_deadline END,
+        finished_at = CASE WHEN verdict.outcome = 'retry' THEN NULL ELSE now() END,
+        updated_at = now()
+    FROM verdict
+    WHERE run.run_id = verdict.run_id
+    RETURNING run.run_id, run.status
+), billing_job AS (
+    INSERT INTO __schema__.compute_billing_jobs_v2 (run_id)
+    SELECT verdict.run_id FROM verdict WHERE verdict.outcome <> 'retry'
+    ON CONFLICT (run_id) DO NOTHING
+), cleanup_obligation AS (
+    -- CLN-1: the attempt's sandbox, from the detached suspension parked on this attempt.
+    INSERT INTO __schema__.sandbox_cleanup_jobs_v2 (provider, sandbox_id, run_id, attempt, environment, routing_domain)
+    SELECT {{suspension_provider(verdict.suspension_json)}},
+           verdict.suspension_json -> 'runtimeSandboxRef' ->> 'sandboxId',
+           verdict.run_id, verdict.attempt,
+           coalesce(nullif(verdict.launch_json ->> 'environment', ''), 'production'),
+           nullif(verdict.suspension_json -> 'runtimeSandboxRef' ->> 'routingDomain', '')
+    FROM verdict
+    WHERE verdict.suspension_json ->> 'kind' = 'detached_runner'
+      AND verdict.suspension_json -> 'runnerAttempt' = to_jsonb(verdict.attempt)
+      AND nullif(verdict.suspension_json -> 'runtimeSandboxRef' ->> 'sandboxId', '') IS NOT NULL
+    ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
+), unparked_runner AS (
+    -- A runner reported from a sandbox its attempt never parked (the dispatcher died between start and park):
+    -- the sweep finds that sandbox by its run/attempt tags and gives it its cleanup obligation (CLN-1).
+    INSERT INTO __schema__.control (key, value_json)
+    SELECT {{unreconciled_key(verdict.run_id, verdict.attempt)}},
+           jsonb_build_object('runId', verdict.run_id, 'attempt', verdict.attempt)
+    FROM verdict
+    WHERE verdict.runner_reported
+      AND NOT coalesce(verdict.suspension_json ->> 'kind' = 'detached_runner'
+                       AND verdict.suspension_json -> 'runnerAttempt' = to_jsonb(verdict.attempt), false)
+    ON CONFLICT (key) DO NOTHING
+), facts AS (
+    -- The progress facts in their order, then the terminal fact (or run.attempt_failed on a retry), in one insert.
+    INSERT INTO __schema__.outbox (event_id, run_id, event_type, payload_json, lane, created_at)
+    SELECT verdict.run_id || ':' || verdict.attempt || ':run.progress:' || progress.position,
+           verdict.run_id, 'run.progress',
+           jsonb_build_object('runId', verdict.run_id, 'attempt', verdict.attempt, 'event', progress.event),
+           'ledger', verdict.fact_base + (progress.position - 1) * interval '1 microsecond'
+    FROM verdict
+    CROSS JOIN LATERAL jsonb_array_elements(verdict.progress_events) WITH ORDINALITY AS progress(event, position)
+    UNION ALL
+    SELECT CASE WHEN verdict.outcome = 'retry'
+                THEN verdict.run_id || ':' || verdict.attempt || ':run.attempt_failed'
+                ELSE verdict.run_id || ':run.' || verdict.outcome END,
+           verdict.run_id,
+           CASE WHEN verdict.outcome = 'retry' THEN 'run.attempt_failed' ELSE 'run.' || verdict.outcome END,
+           jsonb_strip_nulls(jsonb_build_object(
+               'runId', verdict.run_id,
+               'attempt', verdict.attempt,
+               'status', verdict.result ->> 'status',
+               'output', verdict.result -> 'output',
+               'error', verdict.result -> 'error',
+               'retrying', verdict.outcome = 'retry'
+           ))
+           || CASE WHEN verdict.launch_json #>> '{contractSnapshot,compatibility,terminalRuntimePerformanceSupported}' = 'true'
+                        AND verdict.outcome <> 'retry'
+                   THEN jsonb_strip_nulls(jsonb_build_object(
+                       'terminalRuntimePerformance', CASE
+                           WHEN performance.facts IS NULL
+                                OR verdict.launch_json #>> '{contractSnapshot,compatibility,terminalRuntimeBodyAdmissionSupported}' = 'true'
+                           THEN performance.facts
+                           WHEN jsonb_typeof(performance.facts -> 'memoryAdmission') = 'object' THEN
+                               CASE WHEN (performance.facts -> 'memoryAdmission') - 'toolResponseBody' = '{}'::jsonb
+                                    THEN performance.facts - 'memoryAdmission'
+                                    ELSE jsonb_set(performance.facts, '{memoryAdmission}',
+                                                   (performance.facts -> 'memoryAdmission') - 'toolResponseBody')
+                               END
+                           ELSE performance.facts
+                       END,
+                       'terminalRuntimePerformanceUnavailableReason',
+                       CASE WHEN verdict.resources IS NOT NULL AND performance.facts IS NULL THEN 'invalid_runner_stats' END
+                   ))
+                   ELSE '{}'::jsonb END,
+           'ledger',
+           verdict.fact_base + jsonb_array_length(verdict.progress_events) * interval '1 microsecond'
+    FROM verdict
+    CROSS JOIN LATERAL (
+        SELECT CASE
+            WHEN jsonb_typeof(verdict.resources) = 'object'
+                 AND __schema__.runtime_json_is_count(verdict.resources -> 'cpuMs')
+                 AND __schema__.runtime_json_is_count(verdict.resources -> 'wallMs')
+                 AND __schema__.runtime_json_is_count(verdict.resources -> 'peakMemoryBytes')
+                 AND (NOT verdict.resources ? 'memoryAdmission'
+                      OR jsonb_typeof(verdict.resources -> 'memoryAdmission') = 'object')
+            THEN jsonb_strip_nulls(jsonb_build_object(
+                'attempt', verdict.attempt,
+                'cpuMs', verdict.resources -> 'cpuMs',
+                'wallMs', verdict.resources -> 'wallMs',
+                'peakMemoryBytes', verdict.resources -> 'peakMemoryBytes',
+                'memoryAdmission', verdict.resources -> 'memoryAdmission'
+            ))
+        END AS facts
+    ) AS performance
+    ON CONFLICT (event_id) DO NOTHING
+)
+SELECT item.run_id, item.attempt,
+       target.run_id IS NOT NULL AS attempt_exists,
+       coalesce(target.lease_matches, false) AS lease_matches,
+       coalesce(target.result IS NOT NULL AND target.lease_matches, false) AS recorded,
+       coalesce(target.records_now AND target.lease_matches, false) AS is_this_result,
+       run_after.status AS run_status,
+       verdict.outcome
+FROM item
+LEFT JOIN target ON target.run_id = item.run_id
+LEFT JOIN verdict ON verdict.run_id = item.run_id
+LEFT JOIN run_after ON run_after.run_id = item.run_id
+ORDER BY item.position;
+
+-- name: attempts_list_unsettled_terminals
+-- Recorded runner terminals on still-open attempts, for settlement by whoever comes first (SWP-5, TRM-7).
+SELECT attempt.run_id, attempt.attempt, attempt.lease_token,
+       nullif(run.launch_json ->> 'absurdReleaseId', '') AS release_id, run.suspension_json
+FROM __schema__.attempts AS attempt
+JOIN __schema__.runs AS run ON run.run_id = attempt.run_id
+WHERE run.status IN ('running', 'waiting')
+  AND attempt.status IN ('claimed', 'running', 'waiting')
+  AND attempt.runner_result_json ->> 'status' IN ('completed', 'failed')
+  AND (%(release_id)s::text IS NULL OR run.launch_json ->> 'absurdReleaseId' = %(release_id)s::text)
+ORDER BY attempt.run_id
+LIMIT %(limit)s::integer;

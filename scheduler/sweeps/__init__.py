@@ -1,1 +1,0 @@
-"""Maintenance sweeps, each its own module with run_once() (Oban's plugins)."""

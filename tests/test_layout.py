@@ -1,0 +1,83 @@
+"""The package's shape: rooms a newcomer can find, small files, one settings object, design inside the repository."""
+
+import ast
+import importlib
+import pkgutil
+import re
+from collections import Counter
+from pathlib import Path
+
+import scheduler
+
+PROJECT = Path(__file__).resolve().parent.parent
+PACKAGE = PROJECT / "scheduler"
+
+
+def _module_names() -> list[str]:
+    return [info.name for info in pkgutil.walk_packages(scheduler.__path__, "scheduler.")
+            if ".migrations.0" not in info.name]
+
+
+def _python_files():
+    return [path for path in PACKAGE.rglob("*.py") if "migrations" not in path.parts]
+
+
+def test_every_module_imports_and_no_name_exists_twice():
+    names = _module_names()
+    for name in names:
+        importlib.import_module(name)
+    twice = {leaf: count for leaf, count in Counter(name.rsplit(".", 1)[-1] for name in names).items() if count > 1}
+    assert twice == {}, f"module names used twice: {twice}"
+
+
+def test_no_import_renames_a_scheduler_module():
+    pattern = re.compile(r"^\s*(from scheduler[\w.]* )?import scheduler[\w.]* as |^\s*from scheduler[\w.]* import \w+ as ", re.M)
+    offenders = [str(path.relative_to(PROJECT)) for path in _python_files() if pattern.search(path.read_text())]
+    assert offenders == []
+
+
+def test_files_stay_small_and_functions_short():
+    too_long = [(str(path.relative_to(PROJECT)), count) for path in list(_python_files()) + list(PACKAGE.glob("sql/*.sql"))
+                if (count := len(path.read_text().splitlines())) > 300]
+    assert too_long == [], "files over 300 lines"
+    long_functions = []
+    for path in _python_files():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 60:
+                long_functions.append(f"{path.relative_to(PROJECT)}:{node.name}")
+    assert long_functions == [], "functions over 60 lines"
+
+
+def test_only_the_settings_object_reads_scheduler_settings():
+    reads = re.compile(r"settings\.SCHEDULER_[A-Z_]+")
+    offenders = [str(path.relative_to(PROJECT)) for path in _python_files()
+                 if path.name != "conf.py" and reads.search(path.read_text())]
+    assert offenders == []
+
+
+def test_the_design_lives_in_the_repository():
+    """No document or comment points outside the repository: a clone has no shared/ beside it."""
+    places = [PROJECT / "README.md", *(PROJECT / "docs").rglob("*.md"), *PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.sql")]
+    offenders = [str(path.relative_to(PROJECT)) for path in places if "shared/" in path.read_text()]
+    assert offenders == []
+
+
+def test_requirement_ids_in_the_code_are_defined_in_the_docs():
+    defined = set(re.findall(r"\*\*([A-Z]{3}-\d+)\*\*", (PROJECT / "docs" / "requirements.md").read_text()))
+    cited = set()
+    for path in [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.sql")]:
+        cited |= set(re.findall(r"\b(SCH|ADM|RUN|TRM|SWP|OBX|CLN|BIL|RCP)-(\d+)\b", path.read_text()))
+    missing = sorted(f"{family}-{number}" for family, number in cited if f"{family}-{number}" not in defined)
+    assert missing == []
+
+
+def test_the_readme_layout_table_matches_the_tree():
+    readme = (PROJECT / "README.md").read_text()
+    table = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    paths = re.findall(r"^\| `([^`]+)`", table, re.M)
+    assert paths, "the README has a layout table"
+    missing = [path for path in paths if not list(PROJECT.glob(path.rstrip("/")))]
+    assert missing == []
+    rooms = {path.name for path in PACKAGE.iterdir() if path.is_dir() and not path.name.startswith("__")}
+    listed = {Path(path.rstrip("/")).name for path in paths}
+    assert rooms - listed == set(), "every folder of scheduler/ is in the layout table"
