@@ -55,6 +55,7 @@ def post(config: RunnerConfig, path: str, body: dict, *, attempts: int = 8) -> d
             with urllib.request.urlopen(request, timeout=10) as response:
                 return json.loads(response.read() or b"{}")
         except urllib.error.HTTPError as error:
+            error.close()  # the refused response's connection, not left to the garbage collector
             if error.code not in TRANSIENT_STATUSES:
                 print(f"runner: {path} refused with {error.code}", file=sys.stderr)
                 return None

@@ -45,3 +45,4 @@ def test_sigterm__embedded_server_stops(tmp_path):
     finally:
         if process.poll() is None:
             process.kill()
+        process.communicate()  # reaps it and closes its pipes

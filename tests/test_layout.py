@@ -81,3 +81,20 @@ def test_the_readme_layout_table_matches_the_tree():
     rooms = {path.name for path in PACKAGE.iterdir() if path.is_dir() and not path.name.startswith("__")}
     listed = {Path(path.rstrip("/")).name for path in paths}
     assert rooms - listed == set(), "every folder of scheduler/ is in the layout table"
+
+
+def test_every_setting_is_documented_in_the_readme():
+    from scheduler.conf import SchedulerSettings
+
+    readme = (PROJECT / "README.md").read_text()
+    missing = [setting.key for setting in SchedulerSettings.declared().values()
+               if setting.parse is not None and setting.key not in readme]
+    assert missing == []
+
+
+def test_the_statement_catalogue_lists_every_statement():
+    from scheduler import sql
+
+    catalogue = (PROJECT / "docs" / "architecture.md").read_text()
+    missing = [name for name in sql.raw_blocks() if f"`{name}`" not in catalogue]
+    assert missing == []

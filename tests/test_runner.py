@@ -41,6 +41,7 @@ def test_post__retries_transient_failures_then_succeeds():
         answer = runner.post(config(f"http://127.0.0.1:{server.server_address[1]}"), "/internal/runner/heartbeat", {"x": 1})
     finally:
         server.shutdown()
+        server.server_close()
     assert answer == {"current": True}
     assert len(seen) == 3 and all(auth == "Bearer rt" for _, auth, _ in seen)
 
@@ -51,6 +52,7 @@ def test_post__refusal_is_not_retried():
         answer = runner.post(config(f"http://127.0.0.1:{server.server_address[1]}"), "/internal/runner/terminal", {})
     finally:
         server.shutdown()
+        server.server_close()
     assert answer is None and len(seen) == 1
 
 

@@ -42,7 +42,9 @@ def test_scheduler_up__serves_healthz_then_stops_on_sigterm(scratch_db):
     try:
         assert _wait_for_health(f"http://127.0.0.1:{port}/healthz", process)["status"] == "ok"
         process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=60) == 0
+        process.communicate(timeout=60)
+        assert process.returncode == 0
     finally:
         if process.poll() is None:
             process.kill()
+            process.communicate()

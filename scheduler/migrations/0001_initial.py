@@ -202,7 +202,7 @@ V63_TABLES = [
         description text
     )
     """,
-    # The dispatch launch (SPEC 1.8): the allow-listed launch keys outbox
+    # The dispatch launch (requirements §1.8): the allow-listed launch keys outbox
     # delivery needs, never the whole row. Pure, so CREATE OR REPLACE is safe.
     """
     CREATE OR REPLACE FUNCTION run_ledger_dispatch_launch(launch jsonb)

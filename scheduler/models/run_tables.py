@@ -51,7 +51,7 @@ class Run(models.Model):
             models.CheckConstraint(condition=models.Q(max_attempts__gte=1), name="runs_max_attempts_check"),
         ]
         triggers = [
-            # A terminal run never changes status again (SPEC 1.1).
+            # A terminal run never changes status again (requirements §1.1).
             pgtrigger.Trigger(
                 name="terminal_run_status_frozen",
                 operation=pgtrigger.Update,

@@ -120,6 +120,7 @@ def _post(url: str, bearer: str, body: dict, secrets: list[str], timeout: float 
             raw = response.read()
             return response.status, (json.loads(raw) if raw else None)
     except urllib.error.HTTPError as error:
+        error.close()
         return error.code, None
     except (urllib.error.URLError, TimeoutError, OSError, ValueError) as error:
         reason = getattr(error, "reason", error)

@@ -56,8 +56,10 @@ class DaytonaProvider(SandboxProvider):
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 return _Response(response.status, _json(response.read()), None)
         except urllib.error.HTTPError as error:
-            retry_after = error.headers.get("Retry-After")
-            return _Response(error.code, _json(error.read()), float(retry_after) if retry_after and retry_after.isdigit() else None)
+            with error:
+                retry_after = error.headers.get("Retry-After")
+                body = _json(error.read())
+            return _Response(error.code, body, float(retry_after) if retry_after and retry_after.isdigit() else None)
         except (urllib.error.URLError, TimeoutError, OSError) as error:
             reason = getattr(error, "reason", error)
             raise ProviderError(f"Daytona unreachable: {reason}") from None

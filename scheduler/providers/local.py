@@ -59,8 +59,14 @@ def _group_members(sandbox_id: str) -> list[psutil.Process]:
     return members
 
 
+# Sandboxes this process started and that may still run: kept so that each is
+# reaped by poll() once it exits, never garbage-collected while it runs.
+_started: list[subprocess.Popen] = []
+
+
 def reap_children() -> None:
     """Collect exited sandbox processes this process started (no zombies left behind)."""
+    _started[:] = [process for process in _started if process.poll() is None]
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -96,6 +102,7 @@ class LocalProvider(SandboxProvider):
             raise ProviderError(f"local sandbox did not start: {exc.strerror}", permanent=True) from None
         finally:
             log.close()
+        _started.append(process)
         try:
             started_ms = int(psutil.Process(process.pid).create_time() * 1000)
         except psutil.NoSuchProcess:

@@ -58,7 +58,7 @@ class Settled:
 
 
 def settle_attempts(settlements: list[Settlement]) -> list[Settled]:
-    """TRM-4 (with TRM-1/TRM-2 where a result is given) for many attempts in ONE statement.
+    """TRM-4 (with TRM-1 where a result is given) for many attempts in ONE statement.
 
     Each item is fenced on its own (lease, current attempt); one answer per
     item, in order. Batching is how a settler keeps up: the statement's fixed
@@ -84,7 +84,7 @@ def settle_attempts(settlements: list[Settlement]) -> list[Settled]:
 
 def settle_attempt(run_id: str, attempt: int, lease_token: str | None, result: dict | None = None, *,
                    progress_events: list | None = None, log_payload: Any = None) -> Settled:
-    """TRM-4 (with TRM-1/TRM-2 when `result` is given) for one attempt: one statement records and settles."""
+    """TRM-4 (with TRM-1 when `result` is given) for one attempt: one statement records and settles."""
     return settle_attempts([Settlement(run_id, attempt, lease_token, result, progress_events, log_payload)])[0]
 
 

@@ -1,5 +1,5 @@
 -- name: attempts_settle
--- Record runner terminals first-write-wins (TRM-1/TRM-2) and settle every current attempt among them in the same statement: attempt, run (terminal or queued for a retry), billing job, cleanup obligation, progress and terminal facts (TRM-4, TRM-5); one answer row per item, in input order. An item with a null result only settles what is recorded. Items name distinct runs.
+-- Record runner terminals first-write-wins (TRM-1) and settle every current attempt among them in the same statement: attempt, run (terminal or queued for a retry), billing job, cleanup obligation, progress and terminal facts (TRM-4, TRM-5); one answer row per item, in input order. An item with a null result only settles what is recorded. Items name distinct runs.
 -- plan: generic
 WITH item AS MATERIALIZED (
     SELECT *

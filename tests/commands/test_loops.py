@@ -32,7 +32,8 @@ def test_liveness_sweep__sigterm_mid_tick__tick_finishes_and_exit_0():
             assert process.poll() is None  # still inside its tick
         finally:
             holder.rollback()
-        assert process.wait(timeout=60) == 0, process.stderr.read()
+        _, stderr = process.communicate(timeout=60)
+        assert process.returncode == 0, stderr
     assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "completed"
 
 
@@ -47,7 +48,8 @@ def test_dispatch__sigterm_mid_tick__tick_finishes_and_exit_0():
             assert process.poll() is None
         finally:
             holder.rollback()
-        assert process.wait(timeout=60) == 0, process.stderr.read()
+        _, stderr = process.communicate(timeout=60)
+        assert process.returncode == 0, stderr
     result = loads(one("SELECT runner_result_json FROM attempts WHERE run_id = %s AND attempt = 1", [run_id]))
     assert result["error"]["code"] == "dispatch_lost"
     assert one("SELECT status FROM runs WHERE run_id = %s", [run_id]) == "queued"

@@ -59,7 +59,8 @@ def test_drainer_sigterm__returns_its_leases_and_exits_0():
             time.sleep(0.05)
         process.send_signal(signal.SIGTERM)
         receiver.hold.set()
-        assert process.wait(60) == 0, process.stderr.read()
+        _, stderr = process.communicate(timeout=60)
+        assert process.returncode == 0, stderr
         assert one("SELECT count(*) FROM outbox WHERE lease_owner IS NOT NULL AND delivered_at IS NULL") == 0
     finally:
         receiver.hold.set()
