@@ -17,12 +17,13 @@ INDEX = "runtime_scheduler_sandbox_cleanup_legacy_pending_idx"
 
 def time_poll(repeats: int = 200) -> float:
     from scheduler.cleanup import obligations
+    from scheduler.kinds import Provider, values
 
-    obligations.claim(list(obligations.PROVIDERS), "bench")
+    obligations.claim(list(values(Provider)), "bench")
     samples = []
     for _ in range(repeats):
         started = time.perf_counter()
-        jobs, adopted = obligations.claim(list(obligations.PROVIDERS), "bench")
+        jobs, adopted = obligations.claim(list(values(Provider)), "bench")
         samples.append((time.perf_counter() - started) * 1000)
         assert not jobs and adopted is None
     return statistics.median(samples)

@@ -162,6 +162,14 @@ def test_array_input_intent__registers_only_for_the_current_attempt_of_its_org()
         lifecycle.register_array_input_intent("run_missing", "org-a", 1)
 
 
+@pytest.mark.parametrize("newer_status,fences", [("claimed", True), ("failed", True), ("released", False)])
+def test_array_input_intent__a_newer_attempt_fences_as_requirements_1_2_defines(newer_status, fences):
+    """"No newer attempt" means no higher attempt in a fencing status; a released claim does not fence."""
+    parked = factories.parked_run(org_id="org-a")
+    query("INSERT INTO attempts (run_id, attempt, status) VALUES (%s, 2, %s)", [parked.run_id, newer_status])
+    assert lifecycle.register_array_input_intent(parked.run_id, "org-a", 1) is not fences
+
+
 def test_facts__created_at_strictly_increases_per_run_even_if_clock_is_behind():
     parked = factories.parked_run()
     # Pretend an earlier fact was written with a clock an hour ahead.
