@@ -67,10 +67,18 @@ def record_event(job: Job, event_type: str, details: dict) -> None:
     })
 
 
-def read_acceptance(job: Job) -> dict | None:
-    """CLN-5: {acceptedAtMs, organizationId} of the first acceptance, or None."""
+@dataclass(frozen=True)
+class Acceptance:
+    """CLN-5: when the provider first took the delete (epoch ms) and for which organization."""
+
+    accepted_at_ms: int
+    organization_id: str | None
+
+
+def read_acceptance(job: Job) -> Acceptance | None:
+    """CLN-5: the first acceptance of this job's delete, or None."""
     row = db.fetch_one("sandbox_cleanup_read_acceptance", job.identity())
-    return None if row is None else {"acceptedAtMs": row["accepted_at_ms"], "organizationId": row["organization_id"]}
+    return None if row is None else Acceptance(row["accepted_at_ms"], row["organization_id"])
 
 
 def complete(job: Job, lease_owner: str, provider_outcome: str, observed_routing_domain: str | None = None) -> str:
