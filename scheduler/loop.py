@@ -8,6 +8,12 @@ exits 0; a second signal exits at once. Connections are recycled per tick,
 each tick with work logs one line of its non-zero counts, and `finish` runs
 once when the loop ends (a drainer returns the leases it still holds).
 Several loops may run together, one thread each (`run_together`).
+
+Faults are normal: a tick that raises (the database restarted, a provider
+misbehaved) logs one line naming the error and the statement, drops the
+connection, backs off (0.5 s doubling to 30 s, with jitter, reset by the
+next good tick) and goes on. Only a configuration error ends a loop, and
+then with a non-zero exit code.
 """
 
 from __future__ import annotations
@@ -21,7 +27,13 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import close_old_connections, connections
+
+# Errors no retry can fix: the loop ends with a non-zero exit code.
+FATAL = (ImproperlyConfigured,)
+FAULT_BACKOFF_BASE_S = 0.5
+FAULT_BACKOFF_CAP_S = 30.0
 
 
 @dataclass
@@ -54,6 +66,7 @@ class Loop:
         self.stopping = stopping or threading.Event()
         self.wake = wake or threading.Event()
         self.finish = finish
+        self.faults_in_a_row = 0
 
     def run(self) -> int:
         """Run in this thread until stopped; signals are handled when this is the main thread."""
@@ -61,23 +74,49 @@ class Loop:
             install_signals(self.stopping, self.wake, self.logger, self.name)
         try:
             while True:
-                close_old_connections()
                 self.wake.clear()  # a notification during this tick wakes the next wait at once
-                tick = self._tick()
-                if self.once or self.stopping.is_set():
+                tick = self._guarded_tick()
+                if self.stopping.is_set():
                     return 0
-                if tick.again:
-                    continue
-                pause = self.interval * (1 + random.uniform(-self.jitter, self.jitter))
-                self.wake.wait(max(0.0, pause))
+                if self.once:
+                    return 0 if tick is not None else 1  # a --once tick that failed gave up: non-zero
+                if tick is None:
+                    self.stopping.wait(self._fault_pause())
+                elif not tick.again:
+                    pause = self.interval * (1 + random.uniform(-self.jitter, self.jitter))
+                    self.wake.wait(max(0.0, pause))
                 if self.stopping.is_set():
                     return 0
         finally:
-            try:
-                if self.finish is not None:
-                    self.finish()
-            finally:
-                connections.close_all()
+            self._finish()
+
+    def _guarded_tick(self) -> Tick | None:
+        """One tick; None when it failed (logged, connection dropped). A configuration error propagates."""
+        try:
+            close_old_connections()
+            tick = self._tick()
+        except FATAL:
+            raise
+        except Exception as error:  # noqa: BLE001 - a fault in one tick must not end the worker
+            self.faults_in_a_row += 1
+            self.logger.warning("%s tick failed (%d in a row): %s", self.name, self.faults_in_a_row, describe(error))
+            _drop_connections()
+            return None
+        self.faults_in_a_row = 0
+        return tick
+
+    def _fault_pause(self) -> float:
+        ceiling = min(FAULT_BACKOFF_CAP_S, FAULT_BACKOFF_BASE_S * 2 ** (self.faults_in_a_row - 1))
+        return random.uniform(ceiling / 2, ceiling)
+
+    def _finish(self) -> None:
+        try:
+            if self.finish is not None:
+                self.finish()
+        except Exception as error:  # noqa: BLE001 - what finish leaves (leases) expires on its own
+            self.logger.warning("%s: could not finish cleanly: %s", self.name, describe(error))
+        finally:
+            _drop_connections()
 
     def _tick(self) -> Tick:
         outcome = self.tick()
@@ -86,6 +125,60 @@ class Loop:
         if busy:
             self.logger.info("%s tick %s", self.name, " ".join(f"{k}={v}" for k, v in sorted(busy.items())))
         return tick
+
+
+def describe(error: BaseException) -> str:
+    """One line: the error's class, the statement it ran in (db.py adds it as a note), its first message line.
+
+    Messages of database and HTTP errors never carry launch secrets (they are
+    redacted where they are raised); the note names the statement, never its
+    parameters.
+    """
+    notes = [note for note in getattr(error, "__notes__", ()) if note.startswith("in SQL statement")]
+    first_line = (str(error).strip().splitlines() or [""])[0][:300]
+    where = f" ({notes[0]})" if notes else ""
+    return f"{type(error).__module__}.{type(error).__qualname__}{where}: {first_line}"
+
+
+def _drop_connections() -> None:
+    """Close this thread's connections whatever state they are in; the next tick connects afresh."""
+    for connection in connections.all(initialized_only=True):
+        try:
+            connection.close()
+        except Exception:  # noqa: BLE001 - a connection the server already closed may fail to close
+            connection.connection = None
+
+
+def listen(channel: str, stopping: threading.Event, wake: threading.Event, logger: logging.Logger) -> threading.Thread:
+    """A daemon thread that sets `wake` on every NOTIFY on `channel`, reconnecting (with backoff) after a fault.
+
+    Notifications only shorten a wait: a loop that misses one still polls.
+    """
+    def serve() -> None:
+        import psycopg
+
+        params = connections["default"].get_connection_params()
+        params.pop("cursor_factory", None)
+        params.pop("context", None)
+        failures = 0
+        while not stopping.is_set():
+            try:
+                with psycopg.connect(**params, autocommit=True) as conn:
+                    conn.execute(f'LISTEN "{channel}"')
+                    failures = 0
+                    wake.set()  # whatever was notified while it was not listening
+                    while not stopping.is_set():
+                        for _ in conn.notifies(timeout=1.0, stop_after=1):
+                            wake.set()
+            except psycopg.Error as error:
+                failures += 1
+                if failures == 1:
+                    logger.warning("LISTEN %s lost (%s); polling until it is back", channel, type(error).__name__)
+                stopping.wait(min(FAULT_BACKOFF_CAP_S, FAULT_BACKOFF_BASE_S * 2 ** (failures - 1)))
+
+    thread = threading.Thread(target=serve, name=f"listen-{channel}", daemon=True)
+    thread.start()
+    return thread
 
 
 def install_signals(stopping: threading.Event, wake: threading.Event, logger: logging.Logger, name: str) -> None:
@@ -101,13 +194,26 @@ def install_signals(stopping: threading.Event, wake: threading.Event, logger: lo
 
 
 def run_together(loops: list[Loop], name: str, logger: logging.Logger) -> int:
-    """Run `loops` on one thread each (they share one stopping event); return when all have ended."""
+    """Run `loops` on one thread each (they share one stopping event); the worst exit code once all have ended.
+
+    A loop that ends on a configuration error stops the others too.
+    """
     stopping = loops[0].stopping
     install_signals(stopping, loops[0].wake, logger, name)
-    threads = [threading.Thread(target=loop.run, name=loop.name) for loop in loops]
+    codes: list[int] = []
+
+    def run(loop: Loop) -> None:
+        try:
+            codes.append(loop.run())
+        except FATAL as error:
+            logger.error("%s: %s", loop.name, error)
+            codes.append(2)
+            stopping.set()
+
+    threads = [threading.Thread(target=run, args=(loop,), name=loop.name) for loop in loops]
     for thread in threads:
         thread.start()
     while any(thread.is_alive() for thread in threads):
         for thread in threads:
             thread.join(timeout=0.2)
-    return 0
+    return max(codes, default=0)

@@ -5,11 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from scheduler.cleanup import billing
+from scheduler.loop import Tick
 
 
 @dataclass
 class BillingTick:
     counts: dict = field(default_factory=lambda: {"claimed": 0, "finalized": 0, "waiting": 0, "billed": 0})
+
+    def as_tick(self, limit: int) -> Tick:
+        return Tick(self.counts, again=self.counts["claimed"] >= limit)
 
 
 def run_once(lease_owner: str, limit: int = 20, now=None) -> BillingTick:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from scheduler.cleanup import obligations
 from scheduler.kinds import CleanupStatus
+from scheduler.loop import Tick
 from scheduler.providers import DeleteOutcome, ProviderError, ReadBack, SandboxRef, get_provider
 
 logger = logging.getLogger("scheduler.sweep.cleanup")
@@ -23,6 +24,9 @@ logger = logging.getLogger("scheduler.sweep.cleanup")
 class CleanupTick:
     counts: dict = field(default_factory=lambda: {"claimed": 0, "accepted": 0, "confirmed": 0, "blocked": 0,
                                                   "retried": 0, "adopted": 0})
+
+    def as_tick(self, limit: int) -> Tick:
+        return Tick(self.counts, again=self.counts["claimed"] >= limit)
 
 
 def run_once(providers: list[str], lease_owner: str, limit: int = 20, now=None, readback_delay_ms: float = 2_000.0,

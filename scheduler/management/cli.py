@@ -6,9 +6,10 @@ import argparse
 import logging
 from typing import Callable
 
-from django.core.management.base import BaseCommand
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import BaseCommand, CommandError
 
-from scheduler.loop import Loop, Tick
+from scheduler.loop import Loop, Tick, listen
 
 
 def integer(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
@@ -82,5 +83,19 @@ class LoopCommand(SchedulerCommand):
         parser.add_argument("--interval", type=seconds(), default=self.default_interval,
                             help="seconds between ticks when idle")
 
-    def run_loop(self, tick: Callable[[], Tick | dict], options: dict, logger: logging.Logger) -> None:
-        Loop(self.loop_name, tick, interval=options["interval"], once=options["once"], logger=logger).run()
+    def run_loop(self, tick: Callable[[], Tick | dict], options: dict, logger: logging.Logger, *,
+                 wake_channel: str | None = None) -> None:
+        """Run one Loop; with `wake_channel`, a NOTIFY on it ends an idle wait at once."""
+        loop = Loop(self.loop_name, tick, interval=options["interval"], once=options["once"], logger=logger)
+        if wake_channel and not options["once"]:
+            listen(wake_channel, loop.stopping, loop.wake, logger)
+        self.exit_with(loop.run)
+
+    def exit_with(self, run: Callable[[], int]) -> None:
+        """Run a loop: a configuration error is one line and exit 2; a loop that gave up exits with its code."""
+        try:
+            code = run()
+        except ImproperlyConfigured as error:
+            raise CommandError(str(error), returncode=2) from None
+        if code:
+            raise SystemExit(code)

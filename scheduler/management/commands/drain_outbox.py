@@ -11,12 +11,9 @@ import threading
 import uuid
 from functools import partial
 
-import psycopg
-from django.db import connections
-
 from scheduler.conf import scheduler_settings
 from scheduler.kinds import HeadPriority, Lane, values
-from scheduler.loop import Loop, lease_owner, run_together
+from scheduler.loop import Loop, lease_owner, listen, run_together
 from scheduler.management.cli import LoopCommand, integer, seconds
 from scheduler.outbox import claims, drainer
 
@@ -42,8 +39,8 @@ class Command(LoopCommand):
         base = lease_owner(uuid.uuid4().hex[:6])
         loops = [self._worker(f"{base}:{index}", options, stopping, wake) for index in range(options["workers"])]
         if not options["once"]:
-            threading.Thread(target=self._listen, args=(stopping, wake), daemon=True).start()
-        run_together(loops, "drain", logger)
+            listen(f"{scheduler_settings.schema}_outbox_wake", stopping, wake, logger)
+        self.exit_with(lambda: run_together(loops, "drain", logger))
 
     def _worker(self, owner: str, options: dict, stopping: threading.Event, wake: threading.Event) -> Loop:
         def tick():
@@ -53,17 +50,3 @@ class Command(LoopCommand):
 
         return Loop(f"drain {owner}", tick, interval=options["interval"], once=options["once"], logger=logger,
                     stopping=stopping, wake=wake, finish=partial(claims.release_all, owner))
-
-    def _listen(self, stopping: threading.Event, wake: threading.Event) -> None:
-        """LISTEN on <schema>_outbox_wake; any notification wakes the idle workers."""
-        params = connections["default"].get_connection_params()
-        params.pop("cursor_factory", None)
-        params.pop("context", None)
-        try:
-            with psycopg.connect(**params, autocommit=True) as conn:
-                conn.execute(f'LISTEN "{scheduler_settings.schema}_outbox_wake"')
-                while not stopping.is_set():
-                    for _ in conn.notifies(timeout=1.0, stop_after=1):
-                        wake.set()
-        except psycopg.Error as error:
-            logger.warning("drain: LISTEN unavailable (%s); polling only", type(error).__name__)

@@ -18,5 +18,5 @@ class Command(LoopCommand):
 
     def handle(self, *args, **options):
         owner = lease_owner()
-        self.run_loop(lambda: billing_sweep.run_once(owner, options["limit"]).counts, options,
+        self.run_loop(lambda: billing_sweep.run_once(owner, options["limit"]).as_tick(options["limit"]), options,
                       logging.getLogger("scheduler.sweep.billing"))

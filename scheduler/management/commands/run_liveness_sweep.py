@@ -3,6 +3,7 @@
 import logging
 
 from scheduler.conf import scheduler_settings
+from scheduler.loop import Tick
 from scheduler.management.cli import LoopCommand, integer
 from scheduler.runs import liveness
 
@@ -29,6 +30,7 @@ class Command(LoopCommand):
             result = liveness.run_once(limit, timeout, cursors)
             cursors.clear()
             cursors.update(liveness.next_cursors(result, limit))
-            return result.counts
+            # A provider whose page was full has more stale runners: walk on at once.
+            return Tick(result.counts, again=bool(cursors))
 
         self.run_loop(tick, options, logging.getLogger("scheduler.sweep.liveness"))

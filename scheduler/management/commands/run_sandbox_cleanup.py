@@ -21,5 +21,5 @@ class Command(LoopCommand):
 
     def handle(self, *args, **options):
         owner = lease_owner()
-        self.run_loop(lambda: sandbox_sweep.run_once(options["providers"], owner, options["limit"]).counts, options,
+        self.run_loop(lambda: sandbox_sweep.run_once(options["providers"], owner, options["limit"]).as_tick(options["limit"]), options,
                       logging.getLogger("scheduler.sweep.cleanup"))
