@@ -77,6 +77,7 @@ class FailureCode(enum.StrEnum):
     DISPATCH_LOST = "dispatch_lost"
     CANCELLED = "cancelled"
     WAIT_DEADLINE_EXCEEDED = "wait_deadline_exceeded"
+    INVALID_LAUNCH = "invalid_launch"  # the dispatcher cannot start what the launch asks for; not retried
 
 
 # TRM-5: losses that requeue the run while attempts remain.

@@ -60,6 +60,15 @@ class Run(models.Model):
                 & pgtrigger.Q(new__status__df=pgtrigger.F("old__status")),
                 func=refuse("'run % is % (terminal) and cannot change status to %', OLD.run_id, OLD.status, NEW.status"),
             ),
+            # Wake dispatchers when a run is queued (a launch or a retry): LISTEN <schema>_run_queued.
+            # Notifications of one transaction fold into one; polling stays the fallback.
+            pgtrigger.Trigger(
+                name="run_queued_wakes_dispatchers",
+                operation=pgtrigger.Insert | pgtrigger.Update,
+                when=pgtrigger.After,
+                condition=pgtrigger.Q(new__status=RunStatus.QUEUED.value),
+                func="PERFORM pg_notify(TG_TABLE_SCHEMA || '_run_queued', ''); RETURN NULL;",
+            ),
         ]
 
     def __str__(self):

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from scheduler import db
 from scheduler.conf import PROJECT_DIR, scheduler_settings
-from scheduler.kinds import FailureCode, Provider, ResultStatus
+from scheduler.kinds import FailureCode, Provider, ResultStatus, values
+from scheduler.loop import Tick
 from scheduler.providers import ProviderError, get_provider, sandbox_placement
 from scheduler.providers.base import StartRequest
 from scheduler.runs import lifecycle, settlement
@@ -27,7 +28,44 @@ logger = logging.getLogger("scheduler.dispatch")
 
 @dataclass
 class DispatchTick:
-    counts: dict = field(default_factory=lambda: {"claimed": 0, "parked": 0, "start_failed": 0, "unparked": 0})
+    counts: dict = field(default_factory=lambda: {"claimed": 0, "parked": 0, "start_failed": 0, "unparked": 0,
+                                                  "invalid_launch": 0})
+
+    def as_tick(self, limit: int) -> Tick:
+        """A tick that claimed its whole limit goes again at once: the queue may hold more."""
+        return Tick(self.counts, again=self.counts["claimed"] >= limit)
+
+
+def launch_problem(launch: dict) -> str | None:
+    """What in a claimed launch the dispatcher cannot start, naming the field; None when it can.
+
+    The API refuses such launches up front; this guard keeps one that got in
+    anyway (an older release, a hand-written row) from ending the dispatcher.
+    """
+    timeout = launch.get("heartbeatTimeoutMs")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 1):
+        return "launch.heartbeatTimeoutMs must be a positive integer (milliseconds)"
+    provider = launch.get("sandboxProvider")
+    if provider is not None and provider not in values(Provider):
+        return f"launch.sandboxProvider must be one of {', '.join(values(Provider))}"
+    for key in ("runnerApiUrl", "routingDomain"):
+        if launch.get(key) is not None and not isinstance(launch[key], str):
+            return f"launch.{key} must be a string"
+    play = launch.get("play")
+    if play is not None and not (isinstance(play, dict) and (
+            isinstance(play.get("callable"), str)
+            or (isinstance(play.get("command"), list) and play["command"]
+                and all(isinstance(part, str) for part in play["command"])))):
+        return 'launch.play must be {"callable": "module:function"} or {"command": ["program", ...]}'
+    return None
+
+
+def refuse_launch(claim: lifecycle.Claim, problem: str, result: DispatchTick) -> None:
+    """Settle the attempt failed with the non-retryable invalid_launch: the next claim goes on."""
+    result.counts["invalid_launch"] += 1
+    logger.warning("dispatch run=%s attempt=%s refused: %s", claim.run_id, claim.attempt, problem)
+    refused = {"status": ResultStatus.FAILED, "error": {"code": FailureCode.INVALID_LAUNCH, "message": problem}}
+    settlement.settle_attempt(claim.run_id, claim.attempt, claim.lease_token, refused)
 
 
 def _play_spec(claim: lifecycle.Claim) -> dict:
@@ -117,5 +155,9 @@ def run_once(limit: int = 10) -> DispatchTick:
     claims = lifecycle.claim_queued_runs(limit)
     result.counts["claimed"] = len(claims)
     for claim in claims:
-        dispatch_claim(claim, result)
+        problem = launch_problem(claim.launch)
+        if problem:
+            refuse_launch(claim, problem, result)
+        else:
+            dispatch_claim(claim, result)
     return result

@@ -2,6 +2,7 @@
 
 import logging
 
+from scheduler.conf import scheduler_settings
 from scheduler.management.cli import LoopCommand, integer
 from scheduler.runs import dispatch
 
@@ -15,4 +16,5 @@ class Command(LoopCommand):
         parser.add_argument("--limit", type=integer(1), default=10, help="claims per tick")
 
     def handle(self, *args, **options):
-        self.run_loop(lambda: dispatch.run_once(options["limit"]).counts, options, logging.getLogger("scheduler.dispatch"))
+        self.run_loop(lambda: dispatch.run_once(options["limit"]).as_tick(options["limit"]), options,
+                      logging.getLogger("scheduler.dispatch"), wake_channel=f"{scheduler_settings.schema}_run_queued")
