@@ -10,12 +10,18 @@ import functools
 import json
 import logging
 
+import psycopg
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from scheduler.conf import scheduler_settings
 from scheduler.errors import InvalidInput, PayloadTooLarge, SchedulerError
+from scheduler.loop import describe
+
+# The database cannot be reached (down, restarting, connection lost): the client may retry.
+UNAVAILABLE = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
 
 logger = logging.getLogger("scheduler.api")
 
@@ -66,6 +72,12 @@ def api_view(*methods: str):
                 if error.status >= 500:
                     logger.error("api %s %s: %s", request.method, request.path, error.code)
                 return error_response(error)
+            except UNAVAILABLE as error:
+                logger.warning("api %s %s: database unavailable: %s", request.method, request.path, describe(error))
+                response = JsonResponse({"error": "database_unavailable",
+                                         "message": "the scheduler's database cannot be reached; retry later"}, status=503)
+                response["Retry-After"] = "1"
+                return response
 
         return wrapper
 
