@@ -14,17 +14,22 @@ receiver's copy of it is a ledger *event*.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import logging
+import threading
 from dataclasses import dataclass
 
 import psycopg
-from django.db import transaction
+from django.db import connections, transaction
 
 from scheduler import db
 from scheduler.conf import scheduler_settings
 from scheduler.errors import InvalidInput
 from scheduler.kinds import TERMINAL_FACT_TYPES, HeadPriority, Lane
-from scheduler.loop import backoff_ms
+from scheduler.loop import backoff_ms, describe
+
+logger = logging.getLogger("scheduler.drain")
 
 MAX_PREFIX = 8
 BACKOFF_CAP_MS = 300_000.0
@@ -161,3 +166,32 @@ def release_all(lease_owner: str) -> int:
 
 def requeue_failed_head(event_id: str) -> bool:
     return bool(db.fetch_all("outbox_requeue_failed_head", {"event_id": event_id}))
+
+
+@contextlib.contextmanager
+def leases_kept(lease_owner: str, fact_ids: list[str], lease_seconds: float):
+    """While the block runs (deliveries in flight), extend these leases every third of a lease.
+
+    So a slow receiver never outlasts a lease and no other drainer delivers
+    the same facts meanwhile; a drainer that dies stops extending, and its
+    leases expire as before.
+    """
+    stop = threading.Event()
+
+    def keep() -> None:
+        try:
+            while not stop.wait(lease_seconds / 3):
+                db.execute("outbox_extend_leases", {"event_ids": fact_ids, "lease_owner": lease_owner,
+                                                    "lease_seconds": lease_seconds})
+        except Exception as error:  # noqa: BLE001 - the leases then simply expire, as after a crash
+            logger.warning("drain %s: could not extend its leases: %s", lease_owner, describe(error))
+        finally:
+            connections.close_all()
+
+    keeper = threading.Thread(target=keep, name=f"leases-{lease_owner}", daemon=True)
+    keeper.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        keeper.join()

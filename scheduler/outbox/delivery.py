@@ -57,6 +57,12 @@ def is_immutable_origin(origin) -> bool:
     return not any("-git-" in label for label in parts.hostname.split("."))
 
 
+def goes_over_http(prefix: Prefix) -> bool:
+    """Whether delivering this prefix may call an external receiver."""
+    launch = prefix.dispatch_launch or {}
+    return prefix.lane == Lane.LEDGER and bool(launch.get("runtimeApiBaseUrl") or prefix.array_input_started)
+
+
 def plan_routes(prefix: Prefix) -> list[tuple[str | None, list[Fact]]]:
     """The receiver of each part of the prefix, in causal order; None is the built-in receiver.
 

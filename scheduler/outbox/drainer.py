@@ -62,13 +62,21 @@ def run_once(lease_owner: str, *, lane: Lane = Lane.LEDGER, head_priority: HeadP
         # OBX-6 continuation: runs whose prefix was full go again, before new candidates.
         while prefixes and not should_stop():
             result.counts["claimed"] += len(prefixes)
-            full = [outcome.prefix.run_id for outcome in delivery.deliver_all(prefixes)
+            full = [outcome.prefix.run_id for outcome in _deliver(prefixes, lease_owner, lease_seconds)
                     if _settle(outcome, result, max_attempts, backoff_base_ms)
                     and len(outcome.prefix.facts) == claims.MAX_PREFIX]
             if not full or result.counts["claimed"] >= batch:
                 break
             prefixes = claims.lease_prefixes(full, lane, lease_owner, lease_seconds, max_runs=len(full))
     return result
+
+
+def _deliver(prefixes: list[claims.Prefix], lease_owner: str, lease_seconds: float) -> list[delivery.Outcome]:
+    """Deliver; while a prefix goes to an external receiver (HTTP, slow at worst), its leases are kept alive."""
+    if not any(delivery.goes_over_http(prefix) for prefix in prefixes):
+        return delivery.deliver_all(prefixes)
+    with claims.leases_kept(lease_owner, [fact_id for prefix in prefixes for fact_id in prefix.fact_ids], lease_seconds):
+        return delivery.deliver_all(prefixes)
 
 
 def _own_slice_first(candidates: list[str], lease_owner: str) -> list[str]:

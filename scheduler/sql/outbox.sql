@@ -183,3 +183,13 @@ SELECT (SELECT count(*) FROM __schema__.outbox WHERE delivered_at IS NULL) AS ou
        (SELECT count(*) FROM __schema__.sandbox_cleanup_jobs_v2 WHERE status = 'pending') AS cleanup_pending,
        (SELECT count(*) FROM __schema__.sandbox_cleanup_jobs_v2 WHERE status = 'blocked') AS cleanup_blocked,
        (SELECT count(*) FROM __schema__.compute_billing_jobs_v2 WHERE status = 'pending') AS billing_pending;
+
+-- name: outbox_extend_leases
+-- Keep a drainer's live leases alive while its deliveries are in flight, so a slow receiver never outlasts a lease (OBX-6); an expired lease is never revived.
+UPDATE __schema__.outbox AS fact
+SET lease_expires_at = clock_timestamp() + make_interval(secs => %(lease_seconds)s::double precision)
+WHERE fact.event_id = ANY (%(event_ids)s::text[])
+  AND fact.lease_owner = %(lease_owner)s::text
+  AND fact.delivered_at IS NULL
+  AND fact.lease_expires_at > clock_timestamp()
+RETURNING fact.event_id;
