@@ -7,6 +7,7 @@ lower-case identifier, because it is spliced into SQL text and search_path.
 """
 
 import os
+import warnings
 from pathlib import Path
 
 import environ
@@ -29,7 +30,14 @@ if not DEBUG and SECRET_KEY.startswith("dev-only") and SCHEDULER["SCHEDULER_REQU
     raise ImproperlyConfigured("SECRET_KEY must be set when SCHEDULER_REQUIRE_SECRET_KEY is true")
 
 if env.str("DATABASE_URL", default=""):
-    DATABASES = {"default": env.db_url("DATABASE_URL")}
+    try:
+        with warnings.catch_warnings():
+            # An unknown scheme is refused just below, in one line of our own.
+            warnings.simplefilter("ignore")
+            DATABASES = {"default": env.db_url("DATABASE_URL")}
+    except Exception as error:  # noqa: BLE001 - django-environ raises several kinds; the URL (a password) is never echoed
+        raise ImproperlyConfigured(f"DATABASE_URL is not a database URL ({type(error).__name__}); "
+                                   "expected postgres://user:password@host:port/dbname") from None
     SCHEDULER_EMBEDDED_DATABASE = False
 else:
     from config.embedded_pg import database_url

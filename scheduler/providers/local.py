@@ -7,6 +7,7 @@ pid is never mistaken for the sandbox: identity survives pid reuse.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -147,6 +148,29 @@ class LocalProvider(SandboxProvider):
         reap_children()
         shutil.rmtree(self.workdir(ref.sandbox_id), ignore_errors=True)
         return outcome
+
+    def live_sandboxes(self) -> list[str]:
+        """The ids of the sandboxes under this root whose processes still run."""
+        if not self.root.is_dir():
+            return []
+        return [path.name for path in sorted(self.root.glob(f"{Provider.LOCAL.value}-*"))
+                if path.is_dir() and _group_members(path.name)]
+
+    def stop(self, sandbox_ids: list[str], grace: float = 5.0) -> None:
+        """SIGTERM each sandbox's processes, then SIGKILL what still runs after `grace`.
+
+        The work folders stay: the runs' cleanup obligations delete them as usual.
+        """
+        members = [member for sandbox_id in sandbox_ids for member in _group_members(sandbox_id)]
+        for member in members:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                member.terminate()
+        _, alive = psutil.wait_procs(members, timeout=grace)
+        for member in alive:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                member.kill()
+        psutil.wait_procs(alive, timeout=grace)
+        reap_children()
 
     def read_back(self, ref: SandboxRef) -> ReadBack:
         reap_children()

@@ -8,6 +8,8 @@ process exits so the embedded server is stopped too.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import signal
@@ -22,11 +24,21 @@ from scheduler.conf import PROJECT_DIR
 logger = logging.getLogger(__name__)
 
 
+# A child that exits this many times in a row (each within STEADY_SECONDS of its start) is given up on.
+MAX_FAILURES_IN_A_ROW = 5
+STEADY_SECONDS = 30.0
+RESTART_BACKOFF_BASE_S = 1.0
+RESTART_BACKOFF_CAP_S = 30.0
+
+
 @dataclass
 class Child:
     name: str
     argv: list[str]
     process: subprocess.Popen | None = None
+    started_at: float = 0.0
+    failures: int = 0
+    restart_at: float = 0.0
 
 
 def child_database_url() -> str:
@@ -55,6 +67,48 @@ def local_internal_token() -> tuple[str, Path]:
     return path.read_text().strip(), path
 
 
+class AlreadyRunning(Exception):
+    """Another scheduler_up holds this data directory."""
+
+
+@contextlib.contextmanager
+def single_instance(directory: Path):
+    """Hold an exclusive lock on `directory` for as long as the block runs; refuse at once when another holds it.
+
+    Two stacks on one embedded server would run two sets of workers against
+    the same database and fight over its connections.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "scheduler_up.lock"
+    handle = open(path, "a+")
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            raise AlreadyRunning(f"scheduler_up is already running on {directory} (pid {holder}); stop it first") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        yield
+    finally:
+        handle.close()
+
+
+def stop_local_sandboxes(write) -> None:
+    """End the runners of local sandboxes still running (their runs are judged runner_lost and retried next time)."""
+    from scheduler.conf import scheduler_settings
+    from scheduler.providers.local import LocalProvider
+
+    provider = LocalProvider(scheduler_settings.sandbox_dir)
+    running = provider.live_sandboxes()
+    if running:
+        provider.stop(running)
+        write(f"stopped {len(running)} local sandbox runner(s): {', '.join(running)}")
+
+
 def manage(*args: str) -> list[str]:
     return [sys.executable, str(PROJECT_DIR / "manage.py"), *args]
 
@@ -71,11 +125,20 @@ def default_children(bind: str) -> list[Child]:
 
 
 class Supervisor:
+    """Starts the children, restarts one that exits (with backoff), and stops them all on SIGTERM/SIGINT.
+
+    A process manager's contract: the web server keeps serving while a worker
+    restarts; only a child that keeps failing (MAX_FAILURES_IN_A_ROW exits,
+    each soon after its start) stops everything, with a non-zero exit code
+    naming it.
+    """
+
     def __init__(self, children: list[Child], env: dict[str, str], stop_timeout: float = 15.0):
         self.children = children
         self.env = env
         self.stop_timeout = stop_timeout
         self.stopping = False
+        self.gave_up: str | None = None
         self.on_tick = None
 
     def _on_signal(self, signum, frame):
@@ -84,24 +147,52 @@ class Supervisor:
     def run(self, on_started=None) -> int:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
-        for child in self.children:
-            child.process = subprocess.Popen(child.argv, env=self.env, cwd=PROJECT_DIR)
-            logger.info("started %s (pid %s)", child.name, child.process.pid)
-        if on_started is not None:
-            on_started(self)
-        exit_code = 0
-        while not self.stopping:
+        try:
             for child in self.children:
-                code = child.process.poll()
-                if code is not None:
-                    logger.error("%s exited with %s; stopping everything", child.name, code)
-                    self.stopping = True
-                    exit_code = 1
-            time.sleep(0.2)
-            if self.on_tick is not None:
-                self.on_tick()
-        self._stop_all()
-        return exit_code
+                self._start(child)
+            if on_started is not None:
+                self._call(on_started, "start hook")
+            while not self.stopping:
+                for child in self.children:
+                    self._watch(child)
+                time.sleep(0.2)
+                if self.on_tick is not None:
+                    self._call(lambda _: self.on_tick(), "progress check")
+        finally:
+            self._stop_all()
+        return 1 if self.gave_up else 0
+
+    def _start(self, child: Child) -> None:
+        child.process = subprocess.Popen(child.argv, env=self.env, cwd=PROJECT_DIR)
+        child.started_at = time.monotonic()
+        logger.info("started %s (pid %s)", child.name, child.process.pid)
+
+    def _watch(self, child: Child) -> None:
+        """Restart a child that exited, after its backoff; give up on one that keeps failing."""
+        if child.process is None:
+            if time.monotonic() >= child.restart_at and not self.stopping:
+                self._start(child)
+            return
+        code = child.process.poll()
+        if code is None:
+            return
+        child.process = None
+        ran_for = time.monotonic() - child.started_at
+        child.failures = 1 if ran_for >= STEADY_SECONDS else child.failures + 1
+        if child.failures >= MAX_FAILURES_IN_A_ROW:
+            logger.error("%s exited with %s %d times in a row; stopping everything", child.name, code, child.failures)
+            self.gave_up = child.name
+            self.stopping = True
+            return
+        delay = min(RESTART_BACKOFF_CAP_S, RESTART_BACKOFF_BASE_S * 2 ** (child.failures - 1))
+        child.restart_at = time.monotonic() + delay
+        logger.warning("%s exited with %s after %.0f s; restarting it in %.0f s", child.name, code, ran_for, delay)
+
+    def _call(self, hook, what: str) -> None:
+        try:
+            hook(self)
+        except Exception as error:  # noqa: BLE001 - the demo is a nicety; a database blip must not stop the stack
+            logger.warning("%s failed: %s", what, type(error).__name__)
 
     def _stop_all(self) -> None:
         for child in self.children:

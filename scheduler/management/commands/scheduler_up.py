@@ -1,13 +1,34 @@
 """`scheduler_up`: migrate, then run the API and every worker loop until SIGTERM/SIGINT."""
 
 import os
+from pathlib import Path
 
 from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import OperationalError
 
 from scheduler.conf import scheduler_settings
+from scheduler.loop import describe
 from scheduler.management.cli import SchedulerCommand
 from scheduler.stack.demo import DemoRun
-from scheduler.stack.supervisor import Supervisor, child_database_url, default_children, local_internal_token
+from scheduler.stack.supervisor import (
+    AlreadyRunning,
+    Supervisor,
+    child_database_url,
+    default_children,
+    local_internal_token,
+    single_instance,
+    stop_local_sandboxes,
+)
+
+
+def _instance_directory() -> Path:
+    """The embedded server's directory, or the sandbox folder's parent when DATABASE_URL names another server."""
+    if scheduler_settings.embedded_database:
+        from config.embedded_pg import EMBEDDED_DIR
+
+        return EMBEDDED_DIR
+    return Path(scheduler_settings.sandbox_dir).parent
 
 
 class Command(SchedulerCommand):
@@ -18,7 +39,20 @@ class Command(SchedulerCommand):
         parser.add_argument("--no-demo", action="store_true", help="do not launch the demo run")
 
     def handle(self, *args, **options):
-        call_command("migrate", interactive=False, verbosity=0)
+        try:
+            with single_instance(_instance_directory()):
+                code = self._up(options)
+        except AlreadyRunning as error:
+            raise CommandError(str(error)) from None
+        if code:
+            raise CommandError("a worker kept failing; everything was stopped (see the log above)", returncode=code)
+        self.stdout.write("scheduler stopped")
+
+    def _up(self, options) -> int:
+        try:
+            call_command("migrate", interactive=False, verbosity=0)
+        except OperationalError as error:
+            raise CommandError(f"cannot reach the database: {describe(error)}") from None
         call_command("check_scheduler_schema")
         env = dict(os.environ, DATABASE_URL=child_database_url())
         token_note = ""
@@ -27,18 +61,18 @@ class Command(SchedulerCommand):
             token_note = f"; control API token in {path}"
         bind = options["bind"] or scheduler_settings.bind
         env.setdefault("SCHEDULER_PUBLIC_API_URL", f"http://{bind}")
-        self.stdout.write(
-            f"scheduler up: http://{bind}/healthz and http://{bind}/admin/ "
-            f"(create an admin user with ./dev manage createsuperuser){token_note}; Ctrl-C stops it",
-        )
-        self.stdout.flush()
+        self._say(f"scheduler up: http://{bind}/healthz and http://{bind}/admin/ "
+                  f"(create an admin user with ./dev manage createsuperuser){token_note}; Ctrl-C stops it")
         supervisor = Supervisor(default_children(bind), env)
-        if not options["no_demo"]:
-            demo = DemoRun(lambda line: (self.stdout.write(line), self.stdout.flush()))
+        try:
+            if options["no_demo"]:
+                return supervisor.run()
+            demo = DemoRun(self._say)
             supervisor.on_tick = demo.poll
-            code = supervisor.run(on_started=lambda _: demo.launch())
-        else:
-            code = supervisor.run()
-        if code:
-            raise SystemExit(code)
-        self.stdout.write("scheduler stopped")
+            return supervisor.run(on_started=lambda _: demo.launch())
+        finally:
+            stop_local_sandboxes(self._say)
+
+    def _say(self, line: str) -> None:
+        self.stdout.write(line)
+        self.stdout.flush()
