@@ -6,12 +6,15 @@ as one line and exit non-zero. Messages never carry secrets.
 
 
 class SchedulerError(Exception):
+    """`field` is the JSON path of the offending value (`input.items[3].name`), when one value is to blame."""
+
     status = 400
     code = "invalid_request"
 
-    def __init__(self, message: str, code: str | None = None):
+    def __init__(self, message: str, code: str | None = None, *, field: str | None = None):
         super().__init__(message)
         self.message = message
+        self.field = field
         if code:
             self.code = code
 

@@ -1,24 +1,80 @@
-"""Checks for values that arrive as JSON or command-line arguments.
+"""Checks for values that arrive as JSON or command-line arguments, shared by the API and the commands.
 
-Each check returns the clean value or raises InvalidInput naming the field,
-before anything is written.
+Each check returns the clean value or raises InvalidInput naming the field
+(its JSON path), before anything is written. `storable` refuses what
+PostgreSQL cannot store (U+0000 and lone surrogates in text, NaN and
+infinities, absurd nesting) at the edge, so the database never discovers it
+(and never quotes it, secrets around it included, in an error or a log).
+Standard library only: the runner uses `unstorable` on a play's output.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from scheduler.errors import InvalidInput
 
 MAX_SAFE_INTEGER = 2**53 - 1
+MAX_INT32 = 2**31 - 1
+MAX_JSON_DEPTH = 64
 _MISSING = object()
 
 
-def field(body: dict, name: str, default: Any = _MISSING) -> Any:
+def path(parent: str, key: str | int) -> str:
+    """The JSON path of a child: `input.items[3].name`."""
+    if isinstance(key, int):
+        return f"{parent}[{key}]"
+    return f"{parent}.{key}" if parent else key
+
+
+def _text_problem(text: str) -> str | None:
+    if "\x00" in text:
+        return "must not contain the character U+0000"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "must not contain a lone surrogate (invalid Unicode)"
+    return None
+
+
+def unstorable(value: Any, where: str = "") -> tuple[str, str] | None:
+    """(JSON path, what is wrong) of the first value PostgreSQL's jsonb cannot store, or None."""
+    stack = [(value, where, 0)]
+    while stack:
+        item, at, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            return at, f"nests deeper than {MAX_JSON_DEPTH} levels"
+        if isinstance(item, str):
+            problem = _text_problem(item)
+            if problem:
+                return at, problem
+        elif isinstance(item, float) and not math.isfinite(item):
+            return at, "must be a finite number (not NaN or an infinity)"
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if not isinstance(key, str) or _text_problem(key):
+                    return path(at, str(key)), "has a key PostgreSQL cannot store"
+                stack.append((child, path(at, key), depth + 1))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((child, path(at, index), depth + 1) for index, child in enumerate(item))
+    return None
+
+
+def storable(value: Any, where: str = "") -> Any:
+    """`value`, or InvalidInput naming the path of what PostgreSQL cannot store."""
+    found = unstorable(value, where)
+    if found:
+        at, problem = found
+        raise InvalidInput(f"{at or 'body'} {problem}", field=at or None)
+    return value
+
+
+def field(body: dict, name: str, default: Any = _MISSING, *, at: str = "") -> Any:
     if name in body:
         return body[name]
     if default is _MISSING:
-        raise InvalidInput(f"{name} is required")
+        raise InvalidInput(f"{path(at, name)} is required", field=path(at, name))
     return default
 
 
@@ -26,27 +82,30 @@ def text(value: Any, name: str, *, optional: bool = False, max_length: int = 512
     if value is None and optional:
         return None
     if not isinstance(value, str):
-        raise InvalidInput(f"{name} must be a string")
+        raise InvalidInput(f"{name} must be a string", field=name)
     value = value.strip()
     if not value:
-        raise InvalidInput(f"{name} must not be empty")
+        raise InvalidInput(f"{name} must not be empty", field=name)
     if len(value) > max_length:
-        raise InvalidInput(f"{name} must be at most {max_length} characters")
+        raise InvalidInput(f"{name} must be at most {max_length} characters", field=name)
+    problem = _text_problem(value)
+    if problem:
+        raise InvalidInput(f"{name} {problem}", field=name)
     return value
 
 
 def integer(value: Any, name: str, *, minimum: int = 0, maximum: int = MAX_SAFE_INTEGER) -> int:
     """A JSON integer: booleans, floats (even 1.0) and strings are refused."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInput(f"{name} must be an integer")
+        raise InvalidInput(f"{name} must be an integer", field=name)
     if value < minimum or value > maximum:
-        raise InvalidInput(f"{name} must be between {minimum} and {maximum}")
+        raise InvalidInput(f"{name} must be between {minimum} and {maximum}", field=name)
     return value
 
 
 def boolean(value: Any, name: str) -> bool:
     if not isinstance(value, bool):
-        raise InvalidInput(f"{name} must be true or false")
+        raise InvalidInput(f"{name} must be true or false", field=name)
     return value
 
 
@@ -54,7 +113,7 @@ def json_object(value: Any, name: str, *, optional: bool = False) -> dict | None
     if value is None and optional:
         return None
     if not isinstance(value, dict):
-        raise InvalidInput(f"{name} must be a JSON object")
+        raise InvalidInput(f"{name} must be a JSON object", field=name)
     return value
 
 
@@ -62,14 +121,13 @@ def choice(value: Any, name: str, options: tuple[str, ...], *, optional: bool = 
     if value is None and optional:
         return None
     if value not in options:
-        raise InvalidInput(f"{name} must be one of {', '.join(options)}")
+        raise InvalidInput(f"{name} must be one of {', '.join(options)}", field=name)
     return value
 
 
 def admission_epoch(value: Any) -> int:
     """ADM-2: a non-negative integer that fits 53 bits, and nothing else."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value > MAX_SAFE_INTEGER:
-        raise InvalidInput(
-            "admissionEpoch must be a non-negative integer of at most 2^53 - 1", code="invalid_admission_epoch"
-        )
+        raise InvalidInput("admissionEpoch must be a non-negative integer of at most 2^53 - 1",
+                           code="invalid_admission_epoch", field="admissionEpoch")
     return value

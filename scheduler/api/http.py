@@ -17,7 +17,8 @@ from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from scheduler.conf import scheduler_settings
-from scheduler.errors import InvalidInput, PayloadTooLarge, SchedulerError
+from scheduler import validation
+from scheduler.errors import InvalidInput, NotFound, PayloadTooLarge, SchedulerError
 from scheduler.loop import describe
 
 # The database cannot be reached (down, restarting, connection lost): the client may retry.
@@ -27,10 +28,14 @@ logger = logging.getLogger("scheduler.api")
 
 
 def error_response(error: SchedulerError) -> JsonResponse:
-    return JsonResponse({"error": error.code, "message": error.message}, status=error.status)
+    return JsonResponse({"error": error.code, "message": error.message, "field": error.field}, status=error.status)
 
 
-def json_body(request) -> dict:
+def json_body(request, *, optional: bool = False) -> dict:
+    """The request's JSON object, refused (4xx JSON, nothing run) when too large, not JSON, or not storable.
+
+    `optional`: an empty body reads as {}.
+    """
     limit = scheduler_settings.max_request_bytes
     try:
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
@@ -44,13 +49,28 @@ def json_body(request) -> dict:
         raise PayloadTooLarge(f"request body is larger than {limit} bytes") from None
     if len(raw) > limit:
         raise PayloadTooLarge(f"request body is larger than {limit} bytes")
+    if optional and not raw.strip():
+        return {}
     try:
         body = json.loads(raw or b"")
+    except RecursionError:
+        raise InvalidInput(f"request body nests deeper than {validation.MAX_JSON_DEPTH} levels",
+                           code="invalid_json") from None
     except (ValueError, UnicodeDecodeError):
         raise InvalidInput("request body must be JSON", code="invalid_json") from None
     if not isinstance(body, dict):
         raise InvalidInput("request body must be a JSON object")
-    return body
+    return validation.storable(body)
+
+
+def path_id(value: str, name: str) -> str:
+    """An id taken from the URL path, checked like any other text before a statement sees it."""
+    return validation.text(value, name, max_length=256)
+
+
+def not_found(request, unknown_path: str = ""):
+    """Anything else under /internal/: the JSON error shape, never Django's HTML page."""
+    return error_response(NotFound(f"no endpoint {request.method} {request.path}", code="unknown_endpoint"))
 
 
 def api_view(*methods: str):
@@ -62,7 +82,7 @@ def api_view(*methods: str):
         def wrapper(request, *args, **kwargs):
             if request.method not in methods:
                 response = JsonResponse(
-                    {"error": "method_not_allowed", "message": f"use {' or '.join(methods)}"}, status=405
+                    {"error": "method_not_allowed", "message": f"use {' or '.join(methods)}", "field": None}, status=405
                 )
                 response["Allow"] = ", ".join(methods)
                 return response
@@ -74,7 +94,7 @@ def api_view(*methods: str):
                 return error_response(error)
             except UNAVAILABLE as error:
                 logger.warning("api %s %s: database unavailable: %s", request.method, request.path, describe(error))
-                response = JsonResponse({"error": "database_unavailable",
+                response = JsonResponse({"error": "database_unavailable", "field": None,
                                          "message": "the scheduler's database cannot be reached; retry later"}, status=503)
                 response["Retry-After"] = "1"
                 return response

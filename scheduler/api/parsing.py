@@ -7,11 +7,13 @@ here; the domain (scheduler/runs/) receives typed values only.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
+from urllib.parse import urlsplit
 
 from scheduler import validation
 from scheduler.errors import InvalidInput
-from scheduler.kinds import Environment, ResultStatus, values
+from scheduler.kinds import Environment, Provider, ResultStatus, values
 from scheduler.runs.lifecycle import LaunchRequest
 from scheduler.runs.settlement import Settlement
 
@@ -31,6 +33,51 @@ def _launch_snapshot(snapshot: Any) -> None:
         validation.integer(sandbox["timeoutSeconds"], "launch.contractSnapshot.sandbox.timeoutSeconds", minimum=1)
 
 
+PLAY_CALLABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*")
+HEARTBEAT_TIMEOUT_MS = (1_000, 86_400_000)
+MAX_COMMAND_PARTS = 64
+
+
+def _url(value: Any, name: str) -> str:
+    text = validation.text(value, name, max_length=2048)
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidInput(f"{name} must be an http(s) URL", field=name)
+    return text
+
+
+def play_spec(play: Any, name: str = "launch.play") -> dict:
+    """{"callable": "module:function"} or {"command": ["program", "arg", ...]}: what the runner can start."""
+    play = validation.json_object(play, name)
+    if set(play) == {"callable"}:
+        if not isinstance(play["callable"], str) or not PLAY_CALLABLE.fullmatch(play["callable"]):
+            raise InvalidInput(f"{name}.callable must read module:function", field=f"{name}.callable")
+        return play
+    if set(play) == {"command"}:
+        command = play["command"]
+        if (not isinstance(command, list) or not 1 <= len(command) <= MAX_COMMAND_PARTS
+                or not all(isinstance(part, str) and part for part in command)):
+            raise InvalidInput(f"{name}.command must be a list of 1 to {MAX_COMMAND_PARTS} non-empty strings",
+                               field=f"{name}.command")
+        return play
+    raise InvalidInput(f'{name} must be {{"callable": "module:function"}} or {{"command": [...]}}', field=name)
+
+
+def _launch_placement(launch: dict) -> None:
+    """The keys the dispatcher and the runner read (RUN-2, RUN-3): each must be what they can use."""
+    if launch.get("heartbeatTimeoutMs") is not None:
+        low, high = HEARTBEAT_TIMEOUT_MS
+        validation.integer(launch["heartbeatTimeoutMs"], "launch.heartbeatTimeoutMs", minimum=low, maximum=high)
+    if launch.get("sandboxProvider") is not None:
+        validation.choice(launch["sandboxProvider"], "launch.sandboxProvider", values(Provider))
+    if launch.get("routingDomain") is not None:
+        validation.text(launch["routingDomain"], "launch.routingDomain")
+    if launch.get("runnerApiUrl") is not None:
+        _url(launch["runnerApiUrl"], "launch.runnerApiUrl")
+    if launch.get("play") is not None:
+        play_spec(launch["play"])
+
+
 def launch_json(launch: Any) -> dict:
     """requirements §1.8: the launch keys the scheduler reads must have their types."""
     launch = validation.json_object(launch, "launch")
@@ -40,13 +87,14 @@ def launch_json(launch: Any) -> dict:
         validation.choice(launch["environment"], "launch.environment", values(Environment))
     for key in URL_KEYS + TOKEN_KEYS:
         if key in launch and launch[key] is not None and not isinstance(launch[key], str):
-            raise InvalidInput(f"launch.{key} must be a string")
+            raise InvalidInput(f"launch.{key} must be a string", field=f"launch.{key}")
     if "arrayInputTerminalRetirementSupported" in launch:
         validation.boolean(launch["arrayInputTerminalRetirementSupported"], "launch.arrayInputTerminalRetirementSupported")
     if "maxConcurrentExternalCalls" in launch:
         validation.integer(launch["maxConcurrentExternalCalls"], "launch.maxConcurrentExternalCalls", minimum=1)
     if launch.get("contractSnapshot") is not None:
         _launch_snapshot(launch["contractSnapshot"])
+    _launch_placement(launch)
     return launch
 
 
@@ -56,20 +104,25 @@ def _wait_deadline(value: Any) -> dt.datetime | None:
     try:
         deadline = dt.datetime.fromisoformat(validation.text(value, "waitDeadline"))
     except ValueError:
-        raise InvalidInput("waitDeadline must be an ISO 8601 timestamp") from None
+        raise InvalidInput("waitDeadline must be an ISO 8601 timestamp", field="waitDeadline") from None
     if deadline.tzinfo is None:
-        raise InvalidInput("waitDeadline must carry a time zone")
+        raise InvalidInput("waitDeadline must carry a time zone", field="waitDeadline")
     return deadline
 
 
 def launch_request(body: Any) -> LaunchRequest:
     """RUN-1: the body of POST /internal/runs (and of `launch_run`)."""
-    body = validation.json_object(body, "body")
+    body = validation.storable(validation.json_object(body, "body"))
+    launch = launch_json(body.get("launch", {}))
+    play_name = validation.text(validation.field(body, "playName"), "playName")
+    if launch.get("play") is None and not PLAY_CALLABLE.fullmatch(play_name):
+        raise InvalidInput('playName must read module:function (or the launch names its play: launch.play)',
+                           field="playName")
     return LaunchRequest(
-        play_name=validation.text(validation.field(body, "playName"), "playName"),
+        play_name=play_name,
         org_id=validation.text(body.get("orgId"), "orgId", optional=True),
         input=body.get("input"),
-        launch=launch_json(body.get("launch", {})),
+        launch=launch,
         max_attempts=validation.integer(body.get("maxAttempts", 3), "maxAttempts", minimum=1, maximum=100),
         run_log_store=validation.choice(body.get("runLogStore"), "runLogStore", ("planet_scale",), optional=True),
         graph_hash=validation.text(body.get("graphHash"), "graphHash", optional=True),
@@ -88,9 +141,9 @@ def terminal_result(result: Any) -> dict:
         error = validation.json_object(result.get("error"), "result.error")
         validation.text(error.get("code"), "result.error.code", max_length=128)
         if not isinstance(error.get("message", ""), str):
-            raise InvalidInput("result.error.message must be a string")
+            raise InvalidInput("result.error.message must be a string", field="result.error.message")
     if "stats" in result and result["stats"] is not None and not isinstance(result["stats"], dict):
-        raise InvalidInput("result.stats must be a JSON object")
+        raise InvalidInput("result.stats must be a JSON object", field="result.stats")
     return result
 
 
@@ -98,16 +151,17 @@ def progress_events(events: Any) -> list:
     if events is None:
         return []
     if not isinstance(events, list) or not all(isinstance(event, dict) for event in events):
-        raise InvalidInput("terminalProgressEvents must be a list of JSON objects")
+        raise InvalidInput("terminalProgressEvents must be a list of JSON objects", field="terminalProgressEvents")
     if len(events) > MAX_PROGRESS_EVENTS:
-        raise InvalidInput(f"terminalProgressEvents holds at most {MAX_PROGRESS_EVENTS} events")
+        raise InvalidInput(f"terminalProgressEvents holds at most {MAX_PROGRESS_EVENTS} events",
+                           field="terminalProgressEvents")
     return events
 
 
 def runner_identity(body: dict) -> tuple[str, int, str]:
     """The (runId, attempt, leaseToken) every runner request names."""
     run_id = validation.text(validation.field(body, "runId"), "runId")
-    attempt = validation.integer(validation.field(body, "attempt"), "attempt", minimum=1)
+    attempt = validation.integer(validation.field(body, "attempt"), "attempt", minimum=1, maximum=validation.MAX_INT32)
     lease_token = validation.text(validation.field(body, "leaseToken"), "leaseToken")
     return run_id, attempt, lease_token
 

@@ -1,15 +1,20 @@
-from django.urls import path
+from django.urls import path, re_path
+from django.views.decorators.csrf import csrf_exempt
 
 from scheduler.api import views_ledger, views_releases, views_runner, views_runs
+from scheduler.api.http import not_found
 
 urlpatterns = [
     path("runs", views_runs.launch),
     path("runs/<str:run_id>", views_runs.run_status),
     path("runs/<str:run_id>/cancel", views_runs.cancel),
     path("runs/<str:run_id>/array-input-intent", views_runs.array_input_intent),
-    path("runs/<str:run_id>/attempts/<int:attempt>/standing", views_runs.attempt_standing),
+    # The attempt is checked by the view (a JSON 400 naming it), not by a URL converter (an HTML 404).
+    path("runs/<str:run_id>/attempts/<str:attempt>/standing", views_runs.attempt_standing),
     path("runner/heartbeat", views_runner.heartbeat),
     path("runner/terminal", views_runner.runner_terminal),
     path("releases/<str:release_id>/admission", views_releases.release_admission),
     path("run-ledger/events", views_ledger.run_ledger_events),
+    # Last: every other path under /internal/ answers the JSON error shape.
+    re_path(r"^(?P<unknown_path>.*)$", csrf_exempt(not_found)),
 ]

@@ -18,9 +18,9 @@ def _timestamp(value, name):
     try:
         parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise InvalidInput(f"{name} must be an ISO 8601 timestamp") from None
+        raise InvalidInput(f"{name} must be an ISO 8601 timestamp", field=name) from None
     if parsed.tzinfo is None:
-        raise InvalidInput(f"{name} must carry a time zone")
+        raise InvalidInput(f"{name} must carry a time zone", field=name)
     return parsed.isoformat()
 
 
@@ -31,7 +31,7 @@ def run_ledger_events(request):
     run_id = validation.text(validation.field(body, "runId"), "runId")
     events = validation.field(body, "events")
     if not isinstance(events, list) or not 1 <= len(events) <= MAX_EVENTS:
-        raise InvalidInput(f"events must be a list of 1 to {MAX_EVENTS} events")
+        raise InvalidInput(f"events must be a list of 1 to {MAX_EVENTS} events", field="events")
     rows = []
     for index, event in enumerate(events):
         event = validation.json_object(event, f"events[{index}]")

@@ -4,7 +4,7 @@ from django.http import JsonResponse
 
 from scheduler.api import responses
 from scheduler.api.auth import require_internal_token
-from scheduler.api.http import api_view, json_body
+from scheduler.api.http import api_view, json_body, path_id
 from scheduler.errors import InvalidInput, NotFound
 from scheduler.runs import admission
 
@@ -13,13 +13,14 @@ def _environment(value):
     if value in (None, ""):
         return None
     if value not in admission.ENVIRONMENTS:
-        raise InvalidInput(f"environment must be one of {', '.join(admission.ENVIRONMENTS)}")
+        raise InvalidInput(f"environment must be one of {', '.join(admission.ENVIRONMENTS)}", field="environment")
     return value
 
 
 @api_view("GET", "PUT")
 def release_admission(request, release_id):
     require_internal_token(request)
+    release_id = path_id(release_id, "releaseId")
     if request.method == "GET":
         environment = _environment(request.GET.get("environment"))
         state = admission.read_admission(release_id, environment)
@@ -28,7 +29,8 @@ def release_admission(request, release_id):
         return JsonResponse(responses.admission(release_id, state))
     body = json_body(request)
     if "accepting" not in body or "admissionEpoch" not in body:
-        raise InvalidInput("accepting and admissionEpoch are required")
+        raise InvalidInput("accepting and admissionEpoch are required",
+                           field="accepting" if "accepting" not in body else "admissionEpoch")
     state = admission.set_admission(
         release_id, body["accepting"], body["admissionEpoch"], _environment(body.get("environment"))
     )

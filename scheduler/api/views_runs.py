@@ -5,7 +5,7 @@ from django.http import JsonResponse
 from scheduler import validation
 from scheduler.api import parsing, responses
 from scheduler.api.auth import require_internal_token
-from scheduler.api.http import api_view, json_body
+from scheduler.api.http import api_view, json_body, path_id
 from scheduler.errors import InvalidInput, NotFound
 from scheduler.runs import lifecycle
 
@@ -20,9 +20,10 @@ def launch(request):
 @api_view("GET")
 def run_status(request, run_id):
     require_internal_token(request)
+    run_id = path_id(run_id, "runId")
     include = {part.strip() for part in request.GET.get("include", "").split(",") if part.strip()}
     if include - {"definitionScope"}:
-        raise InvalidInput("include accepts only definitionScope")
+        raise InvalidInput("include accepts only definitionScope", field="include")
     snapshot = lifecycle.run_status(run_id)
     return JsonResponse(responses.run_snapshot(snapshot, include_definition_scope="definitionScope" in include))
 
@@ -30,7 +31,8 @@ def run_status(request, run_id):
 @api_view("POST")
 def cancel(request, run_id):
     require_internal_token(request)
-    body = json_body(request) if request.body else {}
+    run_id = path_id(run_id, "runId")
+    body = json_body(request, optional=True)
     reason = validation.text(body.get("reason", "cancel_requested"), "reason", max_length=200)
     return JsonResponse(responses.cancel(lifecycle.cancel_run(run_id, reason)), status=202)
 
@@ -38,15 +40,23 @@ def cancel(request, run_id):
 @api_view("POST")
 def array_input_intent(request, run_id):
     require_internal_token(request)
+    run_id = path_id(run_id, "runId")
     body = json_body(request)
     org_id = validation.text(validation.field(body, "orgId"), "orgId")
-    attempt = validation.integer(validation.field(body, "attempt"), "attempt", minimum=1)
+    attempt = validation.integer(validation.field(body, "attempt"), "attempt", minimum=1, maximum=validation.MAX_INT32)
     return JsonResponse({"registered": lifecycle.register_array_input_intent(run_id, org_id, attempt)})
 
 
 @api_view("GET")
 def attempt_standing(request, run_id, attempt):
     require_internal_token(request)
+    run_id = path_id(run_id, "runId")
+    try:
+        attempt = int(attempt) if attempt.isdigit() else None
+    except ValueError:  # more digits than Python converts
+        attempt = None
+    if attempt is None or not 1 <= attempt <= validation.MAX_INT32:
+        raise InvalidInput(f"attempt must be an integer between 1 and {validation.MAX_INT32}", field="attempt")
     standing = lifecycle.attempt_standing(run_id, attempt)
     if standing is None:
         raise NotFound(f"run {run_id} not found")

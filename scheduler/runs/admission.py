@@ -30,12 +30,12 @@ class Admission:
 def admission_keys(release_id, environment=None) -> list[str]:
     """ADM-1: the write keys of a release, `<environment>:<release>` then `<release>`."""
     if not isinstance(release_id, str) or not release_id.strip():
-        raise InvalidInput("releaseId must be a non-empty string")
+        raise InvalidInput("releaseId must be a non-empty string", field="releaseId")
     release_id = release_id.strip()
     if environment is None:
         return [release_id]
     if environment not in ENVIRONMENTS:
-        raise InvalidInput(f"environment must be one of {', '.join(ENVIRONMENTS)}")
+        raise InvalidInput(f"environment must be one of {', '.join(ENVIRONMENTS)}", field="environment")
     return [f"{environment}:{release_id}", release_id]
 
 

@@ -33,7 +33,7 @@ def runner(client, path, parked, body=None, token=None):
 def refused(response, status, error=None):
     assert response.status_code == status, response.content
     body = response.json()
-    assert set(body) == {"error", "message"} and body["message"]
+    assert set(body) == {"error", "message", "field"} and body["message"]
     if error:
         assert body["error"] == error
     return body
@@ -42,7 +42,7 @@ def refused(response, status, error=None):
 # --- launch ---------------------------------------------------------------
 
 def test_launch__happy_path__201_with_run_id(client):
-    response = control(client, "post", "/internal/runs", {"playName": "p", "orgId": "o", "input": [1]})
+    response = control(client, "post", "/internal/runs", {"playName": "scheduler.plays:hello", "orgId": "o", "input": [1]})
     assert response.status_code == 201
     run_id = response.json()["runId"]
     assert one("SELECT status FROM runs WHERE run_id = %s", [run_id]) == "queued"
@@ -51,13 +51,13 @@ def test_launch__happy_path__201_with_run_id(client):
 @pytest.mark.parametrize("token", [None, "wrong", ""])
 def test_launch__missing_or_wrong_token__401_and_nothing_written(client, token):
     before = factories.table_state()
-    refused(control(client, "post", "/internal/runs", {"playName": "p"}, token=token), 401, "unauthorized")
+    refused(control(client, "post", "/internal/runs", {"playName": "scheduler.plays:hello"}, token=token), 401, "unauthorized")
     assert factories.table_state() == before
 
 
 def test_control__unset_internal_token__closed(client, settings):
     settings.SCHEDULER_INTERNAL_TOKEN = ""
-    refused(control(client, "post", "/internal/runs", {"playName": "p"}, token="anything"), 401)
+    refused(control(client, "post", "/internal/runs", {"playName": "scheduler.plays:hello"}, token="anything"), 401)
 
 
 @pytest.mark.parametrize("raw,error", [
@@ -65,7 +65,7 @@ def test_control__unset_internal_token__closed(client, settings):
     ("[1, 2]", "invalid_input"),
     (json.dumps({"orgId": "o"}), "invalid_input"),
     (json.dumps({"playName": 7}), "invalid_input"),
-    (json.dumps({"playName": "p", "maxAttempts": "3"}), "invalid_input"),
+    (json.dumps({"playName": "scheduler.plays:hello", "maxAttempts": "3"}), "invalid_input"),
 ])
 def test_launch__bad_body__400_and_nothing_written(client, raw, error):
     before = factories.table_state()
@@ -75,7 +75,7 @@ def test_launch__bad_body__400_and_nothing_written(client, raw, error):
 
 def test_launch__oversized_body__413_and_nothing_written(client):
     before = factories.table_state()
-    big = json.dumps({"playName": "p", "input": "x" * (1024 * 1024)})
+    big = json.dumps({"playName": "scheduler.plays:hello", "input": "x" * (1024 * 1024)})
     refused(control(client, "post", "/internal/runs", raw=big), 413, "payload_too_large")
     assert factories.table_state() == before
 
@@ -83,7 +83,7 @@ def test_launch__oversized_body__413_and_nothing_written(client):
 def test_launch__closed_release__409_and_nothing_written(client):
     admission.set_admission("rel", False, 3)
     before = factories.table_state()
-    refused(control(client, "post", "/internal/runs", {"playName": "p", "launch": {"absurdReleaseId": "rel"}}),
+    refused(control(client, "post", "/internal/runs", {"playName": "scheduler.plays:hello", "launch": {"absurdReleaseId": "rel"}}),
             409, "release_closed")
     assert factories.table_state() == before
 

@@ -15,7 +15,7 @@ def manage(*args):
 
 
 def test_launch_run__prints_the_run_id():
-    result = manage("launch_run", "--play", "hello", "--org", "o", "--input", json.dumps({"n": 1}))
+    result = manage("launch_run", "--play", "scheduler.plays:hello", "--org", "o", "--input", json.dumps({"n": 1}))
     assert result.returncode == 0, result.stderr
     run_id = result.stdout.strip()
     assert run_id.startswith("run_")
@@ -24,9 +24,9 @@ def test_launch_run__prints_the_run_id():
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--play", "p", "--input", "{nope"], "--input must be JSON"),
-    (["--play", "p", "--launch", "[]"], "launch must be a JSON object"),
-    (["--play", "p", "--max-attempts", "0"], "maxAttempts must be between 1 and 100"),
+    (["--play", "scheduler.plays:hello", "--input", "{nope"], "--input must be JSON"),
+    (["--play", "scheduler.plays:hello", "--launch", "[]"], "launch must be a JSON object"),
+    (["--play", "scheduler.plays:hello", "--max-attempts", "0"], "maxAttempts must be between 1 and 100"),
 ])
 def test_launch_run__bad_input__one_clear_line_and_non_zero(args, message):
     result = manage("launch_run", *args)
@@ -45,14 +45,14 @@ def test_release_admission__close_show_open_and_refusals():
     assert refused.returncode == 1 and "opening refused" in refused.stderr
     assert manage("release_admission", "open", "rel-x", "--epoch", "-1").returncode != 0
     assert manage("release_admission", "open", "rel-x").returncode != 0
-    blocked = manage("launch_run", "--play", "p", "--launch", json.dumps({"absurdReleaseId": "rel-x", "environment": "production"}))
+    blocked = manage("launch_run", "--play", "scheduler.plays:hello", "--launch", json.dumps({"absurdReleaseId": "rel-x", "environment": "production"}))
     assert blocked.returncode == 1 and "closed" in blocked.stderr
     opened = manage("release_admission", "open", "rel-x", "--epoch", "4", "--environment", "production")
     assert opened.returncode == 0 and "accepting at epoch 4" in opened.stdout
 
 
 def test_mint_runner_token__scoped_to_the_current_lease():
-    run_id = manage("launch_run", "--play", "p").stdout.strip()
+    run_id = manage("launch_run", "--play", "scheduler.plays:hello").stdout.strip()
     claim = manage("shell", "-c", "from scheduler.runs import lifecycle; c = lifecycle.claim_queued_runs(1)[0]; print(c.lease_token)")
     lease = claim.stdout.strip().splitlines()[-1]
     minted = manage("mint_runner_token", run_id, "1")

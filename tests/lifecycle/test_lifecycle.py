@@ -25,13 +25,13 @@ def test_launch__inserts_queued_run_and_run_created_fact():
     ({}, "playName is required"),
     ({"playName": ""}, "playName must not be empty"),
     ({"playName": 3}, "playName must be a string"),
-    ({"playName": "p", "maxAttempts": 0}, "maxAttempts"),
-    ({"playName": "p", "maxAttempts": 2.0}, "maxAttempts must be an integer"),
-    ({"playName": "p", "launch": []}, "launch must be a JSON object"),
-    ({"playName": "p", "launch": {"absurdReleaseId": 5}}, "launch.absurdReleaseId"),
-    ({"playName": "p", "launch": {"arrayInputTerminalRetirementSupported": "yes"}}, "arrayInputTerminalRetirementSupported"),
-    ({"playName": "p", "runLogStore": "s3"}, "runLogStore"),
-    ({"playName": "p", "waitDeadline": "tomorrow"}, "waitDeadline"),
+    ({"playName": "scheduler.plays:hello", "maxAttempts": 0}, "maxAttempts"),
+    ({"playName": "scheduler.plays:hello", "maxAttempts": 2.0}, "maxAttempts must be an integer"),
+    ({"playName": "scheduler.plays:hello", "launch": []}, "launch must be a JSON object"),
+    ({"playName": "scheduler.plays:hello", "launch": {"absurdReleaseId": 5}}, "launch.absurdReleaseId"),
+    ({"playName": "scheduler.plays:hello", "launch": {"arrayInputTerminalRetirementSupported": "yes"}}, "arrayInputTerminalRetirementSupported"),
+    ({"playName": "scheduler.plays:hello", "runLogStore": "s3"}, "runLogStore"),
+    ({"playName": "scheduler.plays:hello", "waitDeadline": "tomorrow"}, "waitDeadline"),
 ])
 def test_launch__bad_input__clear_error(body, message):
     with pytest.raises(InvalidInput, match=message):
