@@ -78,6 +78,9 @@ class FailureCode(enum.StrEnum):
     CANCELLED = "cancelled"
     WAIT_DEADLINE_EXCEEDED = "wait_deadline_exceeded"
     INVALID_LAUNCH = "invalid_launch"  # the dispatcher cannot start what the launch asks for; not retried
+    # Written by the runner (scheduler/runner.py spells them too: it imports nothing it does not need).
+    PLAY_START_FAILED = "play_start_failed"  # the play could not be loaded or started
+    UNSTORABLE_OUTPUT = "unstorable_output"  # the play's output holds what PostgreSQL cannot store
 
 
 # TRM-5: losses that requeue the run while attempts remain.

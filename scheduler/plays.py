@@ -27,3 +27,13 @@ def slow_first_attempt(play_input):
     if os.environ.get("SCHEDULER_ATTEMPT") == "1":
         time.sleep(600)
     return {"attempt": int(os.environ.get("SCHEDULER_ATTEMPT", "0"))}
+
+
+def not_a_number(play_input):
+    """Returns NaN deep in its output: JSON PostgreSQL cannot store."""
+    return {"scores": [1.0, float("nan")]}
+
+
+def nul_text(play_input):
+    """Returns a string holding U+0000: text PostgreSQL cannot store."""
+    return {"text": "before\x00after"}

@@ -5,7 +5,11 @@ process, heartbeats to the scheduler (RUN-4) at a third of its heartbeat
 timeout, stops the play when a cancel is queued or its attempt is no longer
 current, and posts exactly one terminal with stats.runtimeResources measured
 from the play's process. Transient HTTP failures are retried with backoff.
-Standard library only: sandbox images need nothing else.
+Standard library only (with scheduler/validation.py, itself standard library
+only): sandbox images need nothing else. A play that cannot start, or whose
+output PostgreSQL could not store, is reported at once as a failed result
+(`play_start_failed`, `unstorable_output`) with the tail of the runner's log,
+never left to be judged lost and run again.
 
 Environment: SCHEDULER_API_URL, SCHEDULER_RUNNER_TOKEN, SCHEDULER_RUN_ID,
 SCHEDULER_ATTEMPT, SCHEDULER_LEASE_TOKEN, SCHEDULER_PLAY (JSON: {"callable":
@@ -24,10 +28,18 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 import urllib.error
 import urllib.request
 
+from scheduler.validation import unstorable
+
 TRANSIENT_STATUSES = {429, 500, 502, 503, 504}
+PLAY_START_FAILED = "play_start_failed"
+UNSTORABLE_OUTPUT = "unstorable_output"
+MESSAGE_LIMIT = 2000
+TRACEBACK_LINES = 12
+LOG_TAIL_BYTES = 8 * 1024
 
 
 class RunnerConfig:
@@ -84,17 +96,42 @@ def start_play(config: RunnerConfig, output_path: str) -> subprocess.Popen:
     )
 
 
+def _failure(code: str, message: str) -> dict:
+    return {"ok": False, "error": {"code": code, "message": message[-MESSAGE_LIMIT:]}}
+
+
+def _traceback_tail() -> str:
+    return "".join(traceback.format_exc().splitlines(keepends=True)[-TRACEBACK_LINES:])
+
+
 def call_play(callable_path: str, output_path: str) -> int:
-    """Child side: import and call the play, write its JSON output."""
+    """Child side: import and call the play, write its JSON output (or why there is none)."""
     module_name, _, function_name = callable_path.partition(":")
-    function = getattr(importlib.import_module(module_name), function_name)
+    try:
+        function = getattr(importlib.import_module(module_name), function_name)
+    except Exception:  # noqa: BLE001 - an import error or a missing callable is the attempt's result, said at once
+        message = f"cannot load {callable_path}:\n{_traceback_tail()}"
+        print(f"runner: {message}", file=sys.stderr, flush=True)  # into runner.log too
+        return _write(output_path, _failure(PLAY_START_FAILED, message))
     try:
         output = function(json.loads(os.environ.get("SCHEDULER_PLAY_INPUT") or "null"))
-        payload = {"ok": True, "output": output}
     except Exception as exc:  # noqa: BLE001 - the play's failure is its result
-        payload = {"ok": False, "error": {"code": "play_failed", "message": f"{type(exc).__name__}: {exc}"[:2000]}}
+        return _write(output_path, _failure("play_failed", f"{type(exc).__name__}: {exc}"))
+    found = unstorable(output, "output")
+    if found:
+        # Posted as is, the result would be refused on every try and then judged lost, and the play run again.
+        return _write(output_path, _failure(UNSTORABLE_OUTPUT, f"the play's {found[0]} {found[1]}"))
+    return _write(output_path, {"ok": True, "output": output})
+
+
+def _write(output_path: str, payload: dict) -> int:
+    try:
+        text = json.dumps(payload, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        text = json.dumps(_failure(UNSTORABLE_OUTPUT, f"the play's output is not JSON: {error}"))
+        payload = {"ok": False}
     with open(output_path, "w") as handle:
-        json.dump(payload, handle)
+        handle.write(text)
     return 0 if payload["ok"] else 1
 
 
@@ -120,7 +157,13 @@ def stop(process: subprocess.Popen) -> None:
 def run(config: RunnerConfig) -> int:
     started = time.monotonic()
     output_path = os.path.join(os.getcwd(), f"play-output-{config.attempt}.json")
-    play = start_play(config, output_path)
+    try:
+        play = start_play(config, output_path)
+    except (ValueError, OSError) as error:
+        # A play that cannot start is said within seconds, never left to the sweep as a lost runner.
+        result = {"status": "failed", "error": {"code": PLAY_START_FAILED, "message": str(error)[-MESSAGE_LIMIT:]},
+                  "stats": measured_stats(started)}
+        return _post_terminal(config, result)
     signal.signal(signal.SIGTERM, lambda *_: (stop(play), sys.exit(143)))
     while True:
         try:
@@ -142,8 +185,30 @@ def run(config: RunnerConfig) -> int:
             return 0
     result = _result(play.returncode, output_path)
     result["stats"] = measured_stats(started)
+    return _post_terminal(config, result)
+
+
+def _post_terminal(config: RunnerConfig, result: dict) -> int:
+    """Post the one terminal; a failure carries the tail of the runner's log, which cleanup later deletes."""
+    if result["status"] == "failed":
+        tail = log_tail()
+        if tail:
+            result["logTail"] = tail
     answer = post(config, "/internal/runner/terminal", {**_identity(config), "result": result})
     return 0 if answer is not None else 1
+
+
+def log_tail(path: str | None = None) -> str | None:
+    """The last LOG_TAIL_BYTES of the runner's log (SCHEDULER_RUNNER_LOG, else runner.log here), storable text."""
+    path = path or os.environ.get("SCHEDULER_RUNNER_LOG") or os.path.join(os.getcwd(), "runner.log")
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - LOG_TAIL_BYTES))
+            text = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    return text.replace("\x00", "") or None
 
 
 def _result(returncode: int, output_path: str) -> dict:

@@ -58,3 +58,17 @@ def test_post__refusal_is_not_retried():
 
 def test_heartbeat_interval__a_third_of_the_timeout():
     assert config("http://x").heartbeat_interval == 0.3
+
+
+def test_the_runner_spells_the_failure_codes_as_the_scheduler_does():
+    from scheduler.kinds import FailureCode
+
+    assert runner.PLAY_START_FAILED == FailureCode.PLAY_START_FAILED
+    assert runner.UNSTORABLE_OUTPUT == FailureCode.UNSTORABLE_OUTPUT
+
+
+def test_log_tail__the_last_bytes_without_nul(tmp_path):
+    log = tmp_path / "runner.log"
+    log.write_bytes(b"x" * 20_000 + b"last\x00line")
+    tail = runner.log_tail(str(log))
+    assert len(tail) == runner.LOG_TAIL_BYTES - 1 and tail.endswith("lastline")
