@@ -28,7 +28,9 @@ def valid_performance(value) -> bool:
 
 def ledger_event(fact: Fact) -> dict:
     payload = dict(fact.payload or {})
-    if fact.event_type in TERMINAL_FACT_TYPES and "terminalRuntimePerformance" in payload:
+    # TRM-6: only a present, non-null, invalid value is replaced; a null beside a stored reason (what an older
+    # writer sends) keeps that reason.
+    if fact.event_type in TERMINAL_FACT_TYPES and payload.get("terminalRuntimePerformance") is not None:
         if not valid_performance(payload["terminalRuntimePerformance"]):
             payload.pop("terminalRuntimePerformance")
             payload["terminalRuntimePerformanceUnavailableReason"] = "invalid_terminal_performance"

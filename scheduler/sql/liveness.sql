@@ -98,7 +98,7 @@ WHERE target.run_id = parked_run.run_id
 RETURNING target.run_id;
 
 -- name: runs_list_unacknowledged_cancels
--- Parked runs whose queued cancel the runner has not acknowledged within its heartbeat timeout (RUN-10).
+-- Parked runs whose queued cancel the runner has not acknowledged within its heartbeat timeout of the cancel being queued, however often it still heartbeats (RUN-10).
 -- plan: custom
 SELECT run.run_id, attempt.attempt, attempt.lease_token, run.suspension_json,
        to_char(attempt.heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS heartbeat_identity
@@ -110,13 +110,7 @@ WHERE run.status = 'waiting'
   AND run.suspension_json ->> 'kind' = 'detached_runner'
   AND attempt.status = 'waiting'
   AND attempt.runner_result_json IS NULL
-  AND greatest(
-          coalesce(attempt.heartbeat_at, '-infinity'::timestamptz),
-          cancel.created_at,
-          CASE WHEN jsonb_typeof(run.suspension_json -> 'startedAtMs') = 'number'
-               THEN to_timestamp((run.suspension_json ->> 'startedAtMs')::double precision / 1000)
-               ELSE '-infinity'::timestamptz END
-      ) + (
+  AND cancel.created_at + (
           CASE WHEN jsonb_typeof(run.suspension_json -> 'heartbeatTimeoutMs') = 'number'
                     AND (run.suspension_json ->> 'heartbeatTimeoutMs')::double precision >= 0
                THEN (run.suspension_json ->> 'heartbeatTimeoutMs')::double precision

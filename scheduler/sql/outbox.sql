@@ -15,6 +15,8 @@ WITH candidate_facts AS (
            AND fact.event_type IN ('run.created', 'run.completed', 'run.failed', 'run.cancelled', 'run.waiting')
            -- OFFSET 0 keeps each check a per-fact probe by run_id: a queue's statistics are always stale, and
            -- turned into a join the check was planned as a scan of every undelivered fact per candidate.
+           -- OBX-7: excluded runs leave before the limit, so they cannot crowd out the runs after them.
+           AND NOT (fact.run_id = ANY (%(exclude_run_ids)s::text[]))
            AND NOT EXISTS (SELECT 1 FROM __schema__.outbox AS blocker
                            WHERE blocker.run_id = fact.run_id AND blocker.lane = fact.lane AND blocker.delivered_at IS NULL
                              AND (blocker.failed_at IS NOT NULL OR blocker.next_attempt_at > now()

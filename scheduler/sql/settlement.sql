@@ -133,14 +133,13 @@ WITH item AS MATERIALIZED (
                 ELSE verdict.run_id || ':run.' || verdict.outcome END,
            verdict.run_id,
            CASE WHEN verdict.outcome = 'retry' THEN 'run.attempt_failed' ELSE 'run.' || verdict.outcome END,
-           jsonb_strip_nulls(jsonb_build_object(
-               'runId', verdict.run_id,
-               'attempt', verdict.attempt,
-               'status', verdict.result ->> 'status',
-               'output', verdict.result -> 'output',
-               'error', verdict.result -> 'error',
-               'retrying', verdict.outcome = 'retry'
-           ))
+           -- Only the envelope's absent keys are left out: nulls inside output and error reach the ledger as sent.
+           jsonb_build_object('runId', verdict.run_id, 'attempt', verdict.attempt,
+                              'status', verdict.result ->> 'status', 'retrying', verdict.outcome = 'retry')
+           || CASE WHEN verdict.result ? 'output' THEN jsonb_build_object('output', verdict.result -> 'output')
+                   ELSE '{}'::jsonb END
+           || CASE WHEN verdict.result ? 'error' THEN jsonb_build_object('error', verdict.result -> 'error')
+                   ELSE '{}'::jsonb END
            || CASE WHEN verdict.launch_json #>> '{contractSnapshot,compatibility,terminalRuntimePerformanceSupported}' = 'true'
                         AND verdict.outcome <> 'retry'
                    THEN jsonb_strip_nulls(jsonb_build_object(

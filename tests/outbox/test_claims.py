@@ -150,6 +150,13 @@ def test_ledger_events__invalid_terminal_performance_becomes_a_reason():
     assert delivery.ledger_event(fact)["payload"] == {"terminalRuntimePerformance": valid}
 
 
+def test_ledger_events__a_null_performance_keeps_the_reason_stored_beside_it():
+    """TRM-6: only a present, non-null, invalid value is replaced; an older writer's null and reason pass through."""
+    stored = {"terminalRuntimePerformance": None, "terminalRuntimePerformanceUnavailableReason": "invalid_runner_stats"}
+    fact = claims.Fact("e", "r", "run.failed", dict(stored), dt.datetime(2026, 1, 1, tzinfo=dt.UTC), 0)
+    assert delivery.ledger_event(fact)["payload"] == stored
+
+
 def test_search_lane__acknowledged_without_a_receiver():
     backlog_run("run-q", kinds=["run.progress", "run.progress"], lane="search",
                 launch={"runtimeApiBaseUrl": "http://127.0.0.1:9"})
@@ -168,3 +175,11 @@ def test_builtin_receiver_endpoint(client, settings):
     assert post({"runId": "r", "events": []}).status_code == 400
     assert post({"runId": "r", "events": [{"eventId": "e2", "type": "t", "occurredAt": "nope"}]}).status_code == 400
     assert one("SELECT count(*) FROM run_ledger_events") == 1
+
+
+def test_admission_hints__exclusions_apply_before_the_limit():
+    """OBX-7: excluding run-1 must not let it crowd out run-3, the next admission in line."""
+    backlog_run("run-1", kinds=["run.created"], start_second=1)
+    backlog_run("run-2", kinds=["run.progress"], start_second=2)
+    backlog_run("run-3", kinds=["run.created"], start_second=3)
+    assert claims.admission_hints(1, ["run-1"]) == ["run-3"]

@@ -192,3 +192,14 @@ def test_unreconciled_sandbox__provider_unreachable__kept_for_the_next_tick(prov
     provider.started[(run_id, claimed.attempt)] = []
     assert liveness.run_once().counts["unparked_reconciled"] == 1
     assert one("SELECT count(*) FROM control WHERE key LIKE 'sandbox_unreconciled:%%'") == 0
+
+
+def test_cancel_ignored_by_a_runner_that_keeps_heartbeating__settled_a_timeout_after_the_cancel(provider):
+    """RUN-10 is timed from the cancel's queueing: fresh heartbeats do not postpone it for ever."""
+    parked = factories.parked_run(heartbeat_timeout_ms=1000)
+    lifecycle.cancel_run(parked.run_id)
+    query("UPDATE control SET created_at = now() - interval '5 seconds' WHERE key = %s", [f"runtime_cancel:{parked.run_id}"])
+    lifecycle.heartbeat(parked.run_id, 1, parked.lease_token)  # the runner is alive and ignores the cancel
+    result = liveness.run_once()
+    assert result.counts["cancels_settled"] == 1
+    assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "cancelled"

@@ -153,3 +153,16 @@ def test_recorded_terminals__per_release_lane_with_the_current_suspension():
     assert {row["run_id"] for row in settlement.recorded_terminals()} == {in_lane.run_id, other.run_id}
     settlement.settle_attempt(in_lane.run_id, 1, in_lane.lease_token)
     assert [row["run_id"] for row in settlement.recorded_terminals("rel-a")] == []
+
+
+def test_settle__nulls_inside_output_and_error_reach_the_terminal_fact_as_sent():
+    parked = factories.parked_run()
+    output = {"k": None, "items": [None, {"v": None}]}
+    factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result(output))
+    fact = loads(one("SELECT payload_json FROM outbox WHERE event_id = %s", [f"{parked.run_id}:run.completed"]))
+    assert fact["output"] == output and "error" not in fact  # an absent key stays absent
+    failing = factories.parked_run(max_attempts=1)
+    error = {"code": "play_failed", "message": "m", "details": None}
+    factories.report_terminal(failing.run_id, 1, failing.lease_token, {"status": "failed", "error": error})
+    fact = loads(one("SELECT payload_json FROM outbox WHERE event_id = %s", [f"{failing.run_id}:run.failed"]))
+    assert fact["error"] == error and "output" not in fact
