@@ -39,7 +39,7 @@ class RunAdmin(ReadOnlyAdmin):
     list_filter = ("status", "play_name")
     search_fields = ("run_id", "org_id", "play_name")
     exclude = ("launch_json", "input_json")
-    extra_readonly = ("launch_redacted", "input_redacted")
+    extra_readonly = ("launch_redacted", "input_redacted", "late_results")
 
     def get_readonly_fields(self, request, obj=None):
         hidden = {"launch_json", "input_json"}
@@ -56,6 +56,12 @@ class RunAdmin(ReadOnlyAdmin):
     @admin.display(description="input (secrets redacted)")
     def input_redacted(self, obj):
         return pretty_json(redact(obj.input_json))
+
+    @admin.display(description="finished after being declared lost")
+    def late_results(self, obj):
+        late = [{"attempt": row.attempt, "receivedAt": row.received_at, "result": redact(row.result_json)}
+                for row in obj.late_results.order_by("attempt")]
+        return pretty_json(late) if late else "-"
 
 
 @admin.register(models.AttemptRow)

@@ -33,6 +33,12 @@ def run_snapshot(snapshot: RunSnapshot, *, include_definition_scope: bool = Fals
         answer["runLogStore"] = "planet_scale"
     if include_definition_scope:
         answer["definitionScope"] = snapshot.definition_scope
+    if snapshot.late_results:
+        answer["lateResults"] = [
+            {"attempt": late["attempt"], "note": "finished after being declared lost",
+             "receivedAt": _iso(late["received_at"]), "result": late["result_json"]}
+            for late in snapshot.late_results
+        ]
     return answer
 
 
@@ -50,7 +56,10 @@ def standing(answer: Standing) -> dict:
 
 
 def terminal(answer: TerminalAnswer) -> dict:
-    return {"recorded": answer.recorded, "settled": answer.settled, "runStatus": answer.run_status}
+    body = {"recorded": answer.recorded, "settled": answer.settled, "runStatus": answer.run_status}
+    if answer.late:
+        body["late"] = True
+    return body
 
 
 def admission(release_id: str, state: Admission) -> dict:

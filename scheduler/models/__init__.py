@@ -4,4 +4,12 @@ from scheduler.models.admin_views import AttemptRow, CleanupJobRow, ReceiptRow  
 from scheduler.models.billing_tables import BillingItem, BillingJob  # noqa: F401
 from scheduler.models.cleanup_tables import CleanupEvent, CleanupJob, LegacyCleanupJob  # noqa: F401
 from scheduler.models.outbox_tables import OutboxFact, RunLedgerEvent  # noqa: F401
-from scheduler.models.run_tables import Attempt, ControlKey, Receipt, ReleaseAdmission, Run, SchemaVersion  # noqa: F401
+from scheduler.models.run_tables import (  # noqa: F401
+    Attempt,
+    ControlKey,
+    LateRunnerResult,
+    Receipt,
+    ReleaseAdmission,
+    Run,
+    SchemaVersion,
+)

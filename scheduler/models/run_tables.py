@@ -115,6 +115,24 @@ class Attempt(models.Model):
         ]
 
 
+class LateRunnerResult(models.Model):
+    """A runner's terminal that arrived after a scheduler verdict settled its attempt: kept beside the verdict,
+    never winning over it (the attempt, the run and the ledger keep the verdict)."""
+
+    pk = models.CompositePrimaryKey("run_id", "attempt")
+    run = models.ForeignKey(Run, models.DO_NOTHING, db_column="run_id", db_index=False, related_name="late_results")
+    attempt = models.IntegerField()
+    result_json = models.JSONField()
+    received_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "late_runner_results"
+        verbose_name = "late runner result"
+
+    def __str__(self):
+        return f"{self.run_id} attempt {self.attempt} (late)"
+
+
 class ControlKey(models.Model):
     key = models.TextField(primary_key=True)
     value_json = models.JSONField(db_default={})

@@ -104,7 +104,8 @@ def dispatch_claim(claim: lifecycle.Claim, result: DispatchTick) -> None:
         result.counts["start_failed"] += 1
         logger.warning("dispatch run=%s attempt=%s provider=%s start failed: %s", claim.run_id, claim.attempt, provider_name, error)
         # A retryable loss: the run goes back to the queue while attempts remain.
-        lost = {"status": ResultStatus.FAILED, "error": {"code": FailureCode.DISPATCH_LOST, "message": str(error)[:500]}}
+        lost = {"status": ResultStatus.FAILED, "error": {"code": FailureCode.DISPATCH_LOST, "message": str(error)[:500]},
+                "verdict": FailureCode.DISPATCH_LOST}
         settlement.settle_attempt(claim.run_id, claim.attempt, claim.lease_token, lost)
         _keep_what_a_failed_start_left(claim, request, provider_name)
         return

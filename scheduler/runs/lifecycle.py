@@ -10,9 +10,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+import psycopg
 from django.db import transaction
 
 from scheduler import db
@@ -147,13 +148,23 @@ class RunSnapshot:
     finished_at: dt.datetime | None
     attempts: list
     scheduler_schema: str
+    late_results: list = field(default_factory=list)  # results that came after a verdict settled their attempt
 
 
 def run_status(run_id: str) -> RunSnapshot:
     row = db.fetch_one("runs_read_status", {"run_id": run_id})
     if row is None:
         raise NotFound(f"run {run_id} not found")
-    return RunSnapshot(**row)
+    return RunSnapshot(**row, late_results=late_results(run_id))
+
+
+def late_results(run_id: str) -> list[dict]:
+    """{attempt, received_at, result_json} of each result kept beside a verdict; [] on a schema without them."""
+    try:
+        with transaction.atomic():
+            return db.fetch_all("runs_read_late_results", {"run_id": run_id})
+    except psycopg.errors.UndefinedTable:
+        return []
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,9 @@ class LivenessTick:
 
 
 def _failed(code: FailureCode, message: str) -> dict:
-    return {"status": ResultStatus.FAILED, "error": {"code": code, "message": message}}
+    """A failed result the scheduler records in the runner's stead; `verdict` marks it as the scheduler's, so a
+    runner result that arrives later is kept beside it (attempts_keep_late_result), never instead of it."""
+    return {"status": ResultStatus.FAILED, "error": {"code": code, "message": message}, "verdict": code}
 
 
 def record_verdict(kind: VerdictKind, row: dict, result: dict, now: dt.datetime | None, identity=None) -> bool:

@@ -12,9 +12,12 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import psycopg
+from django.db import transaction
+
 from scheduler import db
 from scheduler.errors import InvalidInput, LeaseMismatch, NotFound
-from scheduler.kinds import RETRYABLE_CODES, SUSPENSION_FALLBACK_PROVIDER
+from scheduler.kinds import RETRYABLE_CODES, SUSPENSION_FALLBACK_PROVIDER, FailureCode
 
 
 @dataclass(frozen=True)
@@ -93,20 +96,46 @@ class TerminalAnswer:
     recorded: bool
     settled: bool
     run_status: str | None
+    late: bool = False  # arrived after a scheduler verdict settled the attempt; kept beside it
+
+
+# Results the scheduler recorded in a runner's stead before results carried a `verdict` key.
+VERDICT_CODES = (FailureCode.RUNNER_LOST, FailureCode.DISPATCH_LOST, FailureCode.WAIT_DEADLINE_EXCEEDED)
 
 
 def ingest_runner_terminal(item: Settlement, *, settle: Callable[[Settlement], Settled] | None = None) -> TerminalAnswer:
     """The runner's terminal request: record and settle in one statement. 404 unknown attempt, 409 lease mismatch.
 
     `settle` runs the settlement (default: its own statement on this thread's
-    connection; the web process passes the group settler).
+    connection; the web process passes the group settler). A result that
+    finds its attempt already settled by a verdict is kept beside it and
+    answered late.
     """
     outcome = settle(item) if settle else settle_attempts([item])[0]
     if not outcome.attempt_exists:
         raise NotFound(f"attempt {item.attempt} of run {item.run_id} not found")
     if not outcome.lease_matches:
         raise LeaseMismatch(f"lease does not match attempt {item.attempt} of run {item.run_id}")
+    if outcome.recorded and not outcome.is_this_result and outcome.run_status is None and keep_late_result(item):
+        return TerminalAnswer(False, False, None, late=True)
     return TerminalAnswer(outcome.recorded, outcome.run_status is not None, outcome.run_status)
+
+
+def keep_late_result(item: Settlement) -> bool:
+    """Store a result that came after its attempt's verdict; False when it is no such result.
+
+    Reader-first: on a schema without late_runner_results the result is not
+    kept and the answer is what it was before that table existed.
+    """
+    try:
+        with transaction.atomic():
+            row = db.fetch_one("attempts_keep_late_result", {
+                "run_id": item.run_id, "attempt": item.attempt, "lease_token": item.lease_token,
+                "result": item.envelope(), "verdict_codes": list(VERDICT_CODES),
+            })
+    except psycopg.errors.UndefinedTable:
+        return False
+    return bool(row["late"])
 
 
 def recorded_terminals(release_id: str | None = None, limit: int = 100) -> list[dict]:

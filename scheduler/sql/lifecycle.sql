@@ -258,3 +258,10 @@ RETURNING sandbox_id;
 -- name: runs_read_terminal_result
 -- The recorded terminal result of a run (the demo prints its output).
 SELECT run.status, run.terminal_result_json FROM __schema__.runs AS run WHERE run.run_id = %(run_id)s::text;
+
+-- name: runs_read_late_results
+-- The runner results that arrived after a verdict settled their attempts, for the status read (RUN-8) and the admin.
+SELECT late.attempt, late.received_at, late.result_json
+FROM __schema__.late_runner_results AS late
+WHERE late.run_id = %(run_id)s::text
+ORDER BY late.attempt;

@@ -206,3 +206,23 @@ WHERE run.status IN ('running', 'waiting')
   AND (%(release_id)s::text IS NULL OR run.launch_json ->> 'absurdReleaseId' = %(release_id)s::text)
 ORDER BY attempt.run_id
 LIMIT %(limit)s::integer;
+
+-- name: attempts_keep_late_result
+-- A runner's terminal that arrives, on the attempt's own lease, after a scheduler verdict (runner_lost, dispatch_lost, wait_deadline_exceeded, an unacknowledged cancel) settled the attempt: kept beside the verdict, first write wins; the attempt, the run and the ledger keep the verdict.
+WITH judged AS MATERIALIZED (
+    SELECT attempt.run_id, attempt.attempt
+    FROM __schema__.attempts AS attempt
+    WHERE attempt.run_id = %(run_id)s::text
+      AND attempt.attempt = %(attempt)s::integer
+      AND attempt.lease_token = %(lease_token)s::text
+      AND attempt.status IN ('completed', 'failed', 'cancelled')
+      AND (attempt.runner_result_json ? 'verdict'
+           OR attempt.runner_result_json -> 'error' ->> 'code' = ANY (%(verdict_codes)s::text[]))
+      AND attempt.runner_result_json IS DISTINCT FROM %(result)s::jsonb
+), kept AS (
+    INSERT INTO __schema__.late_runner_results (run_id, attempt, result_json)
+    SELECT judged.run_id, judged.attempt, %(result)s::jsonb FROM judged
+    ON CONFLICT (run_id, attempt) DO NOTHING
+    RETURNING run_id
+)
+SELECT EXISTS (SELECT 1 FROM judged) AS late, EXISTS (SELECT 1 FROM kept) AS kept;

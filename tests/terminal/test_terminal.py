@@ -166,3 +166,45 @@ def test_settle__nulls_inside_output_and_error_reach_the_terminal_fact_as_sent()
     factories.report_terminal(failing.run_id, 1, failing.lease_token, {"status": "failed", "error": error})
     fact = loads(one("SELECT payload_json FROM outbox WHERE event_id = %s", [f"{failing.run_id}:run.failed"]))
     assert fact["error"] == error and "output" not in fact
+
+
+def test_a_result_after_the_verdict__kept_beside_it__never_winning(client, settings):
+    from scheduler.api import responses
+    from scheduler.runs import lifecycle
+
+    parked = factories.parked_run(max_attempts=1)
+    lost = {"status": "failed", "error": {"code": "runner_lost", "message": "gone"}, "verdict": "runner_lost"}
+    assert settlement.settle_attempt(parked.run_id, 1, parked.lease_token, lost).run_status == "failed"
+    before = factories.table_state()
+    late = factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result({"n": 1}))
+    assert late == {"recorded": False, "settled": False, "runStatus": None, "late": True}
+    again = factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result({"n": 2}))
+    assert again["late"] is True
+    after = factories.table_state()
+    assert {table: after[table] for table in after if table != "late_runner_results"} == \
+        {table: before[table] for table in before if table != "late_runner_results"}  # verdict, run, ledger unchanged
+    assert loads(one("SELECT result_json FROM late_runner_results WHERE run_id = %s", [parked.run_id]))["output"] == {"n": 1}
+    snapshot = responses.run_snapshot(lifecycle.run_status(parked.run_id))
+    assert snapshot["status"] == "failed"
+    assert [(item["attempt"], item["note"], item["result"]["output"]) for item in snapshot["lateResults"]] == \
+        [(1, "finished after being declared lost", {"n": 1})]
+
+
+def test_the_runner_posting_its_own_result_twice__recorded_not_late():
+    parked = factories.parked_run()
+    factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
+    again = factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
+    assert again == {"recorded": True, "settled": False, "runStatus": None}
+    assert one("SELECT count(*) FROM late_runner_results") == 0
+
+
+def test_late_results__reader_first__a_schema_without_their_table_answers_as_before():
+    from scheduler.runs import lifecycle
+
+    parked = factories.parked_run(max_attempts=1)
+    lost = {"status": "failed", "error": {"code": "runner_lost", "message": "gone"}, "verdict": "runner_lost"}
+    settlement.settle_attempt(parked.run_id, 1, parked.lease_token, lost)
+    query("DROP TABLE late_runner_results")  # rolled back with the test's transaction
+    answer = factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
+    assert answer == {"recorded": True, "settled": False, "runStatus": None}
+    assert lifecycle.run_status(parked.run_id).late_results == []
