@@ -13,20 +13,22 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from scheduler.conf import SchedulerSettings
+from scheduler.conf import SchedulerSettings, local_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
 
 DEBUG = env.bool("DEBUG", default=False)
-SECRET_KEY = env.str("SECRET_KEY", default="dev-only-insecure-secret-key-change-me")
+# Unset, SECRET_KEY is a random key kept in .embedded/secret_key (0600), never a public constant:
+# it signs runner tokens, so a known key would let anyone holding a lease token mint one.
+SECRET_KEY = env.str("SECRET_KEY", default="") or local_secret_key(BASE_DIR / ".embedded" / "secret_key")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
 
 # Every SCHEDULER_* setting, parsed and validated with its default in scheduler/conf.py.
 SCHEDULER = SchedulerSettings.environment(os.environ)
 globals().update(SCHEDULER)
-if not DEBUG and SECRET_KEY.startswith("dev-only") and SCHEDULER["SCHEDULER_REQUIRE_SECRET_KEY"]:
+if not DEBUG and not env.str("SECRET_KEY", default="") and SCHEDULER["SCHEDULER_REQUIRE_SECRET_KEY"]:
     raise ImproperlyConfigured("SECRET_KEY must be set when SCHEDULER_REQUIRE_SECRET_KEY is true")
 
 if env.str("DATABASE_URL", default=""):

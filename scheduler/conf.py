@@ -108,6 +108,30 @@ def _modal_tokens(key: str, raw: str) -> dict[str, dict[str, str]]:
     return value
 
 
+def local_secret_key(path: Path) -> str:
+    """A random key kept in `path` (0600), made by the first process that needs it; every later one reads it.
+
+    Written to a private temporary file and linked into place, so a process
+    racing the first never reads a half-written key.
+    """
+    import os
+    import secrets
+
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}")
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(secrets.token_urlsafe(48))
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            pass  # another process made it first: use theirs
+        finally:
+            os.unlink(temporary)
+    return path.read_text().strip()
+
+
 class Setting(Generic[T]):
     """One SCHEDULER_* setting: its default, and how its environment variable is parsed (None: derived, not read)."""
 
@@ -159,6 +183,8 @@ class SchedulerSettings:
     public_api_url = Setting("http://127.0.0.1:8000")
     application_name = Setting("run-scheduler")
     require_secret_key = Setting(False, _boolean)
+    # Local sandboxes run plays as the scheduler's own user: outside DEBUG and a loopback bind they must be allowed.
+    allow_local_sandboxes = Setting(False, _boolean)
     bind = Setting("127.0.0.1:8000")
     web_workers = Setting(2, _integer(1, 64))
     web_threads = Setting(4, _integer(1, 256))

@@ -83,13 +83,16 @@ TAG_FILE = "sandbox.json"
 class LocalProvider(SandboxProvider):
     name = Provider.LOCAL
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, *, refuse_starts: str | None = None):
         self.root = Path(root)
+        self.refuse_starts = refuse_starts
 
     def workdir(self, sandbox_id: str) -> Path:
         return self.root / sandbox_id
 
     def start(self, request: StartRequest) -> SandboxRef:
+        if self.refuse_starts:
+            raise ProviderError(self.refuse_starts, permanent=True)
         reap_children()
         staging = self.root / f"starting-{request.run_id}-{request.attempt}"
         staging.mkdir(parents=True, exist_ok=True)

@@ -16,12 +16,33 @@ def sandbox_placement(launch: dict, org_id: str | None) -> tuple[str, str | None
     return provider_name, None if provider_name == Provider.LOCAL else (launch.get("routingDomain") or org_id)
 
 
+LOOPBACK_HOSTS = ("localhost", "::1")
+
+
+def local_start_refusal() -> str | None:
+    """Why the local provider must not start plays here, or None.
+
+    A local sandbox runs its play as the scheduler's own user, with the
+    scheduler's files and process list in reach: fine on a developer's
+    loopback, not on a server others can reach.
+    """
+    from django.conf import settings
+
+    if scheduler_settings.allow_local_sandboxes or settings.DEBUG:
+        return None
+    host = scheduler_settings.bind.rsplit(":", 1)[0].strip("[]")
+    if host in LOOPBACK_HOSTS or host.startswith("127."):
+        return None
+    return (f"local sandboxes are for development: refused with the API bound to {host} and DEBUG off "
+            "(set SCHEDULER_ALLOW_LOCAL_SANDBOXES=true to allow)")
+
+
 @functools.cache
 def get_provider(name: str) -> SandboxProvider:
     if name == Provider.LOCAL:
         from scheduler.providers.local import LocalProvider
 
-        return LocalProvider(scheduler_settings.sandbox_dir)
+        return LocalProvider(scheduler_settings.sandbox_dir, refuse_starts=local_start_refusal())
     if name == Provider.DAYTONA:
         from scheduler.providers.daytona import DaytonaProvider
 

@@ -116,8 +116,10 @@ def ingest_runner_terminal(item: Settlement, *, settle: Callable[[Settlement], S
         raise NotFound(f"attempt {item.attempt} of run {item.run_id} not found")
     if not outcome.lease_matches:
         raise LeaseMismatch(f"lease does not match attempt {item.attempt} of run {item.run_id}")
-    if outcome.recorded and not outcome.is_this_result and outcome.run_status is None and keep_late_result(item):
-        return TerminalAnswer(False, False, None, late=True)
+    # The recorded result is not this one: if it is a scheduler verdict (settled now by this very statement, or
+    # before), this result is late and kept beside it.
+    if outcome.recorded and not outcome.is_this_result and keep_late_result(item):
+        return TerminalAnswer(False, outcome.run_status is not None, outcome.run_status, late=True)
     return TerminalAnswer(outcome.recorded, outcome.run_status is not None, outcome.run_status)
 
 

@@ -38,7 +38,9 @@ def test_runner_terminals_vs_sweep_verdicts__200_trials__one_result_per_attempt(
         result = loads(one("SELECT runner_result_json FROM attempts WHERE run_id = %s", [run.run_id]))
         winner = "runner" if result["status"] == "completed" else "sweep"
         assert verdict_rows == (1 if winner == "sweep" else 0)
-        assert runner_answer["recorded"] is True
+        # The runner's result is recorded when it won; when the sweep's verdict won, it is kept beside it as late.
+        assert (runner_answer["recorded"], runner_answer.get("late", False)) == \
+            ((True, False) if winner == "runner" else (False, True))
         facts = query("SELECT event_type FROM outbox WHERE run_id = %s AND event_type IN "
                       "('run.completed', 'run.failed', 'run.attempt_failed')", [run.run_id])
         assert facts == [("run.completed",) if winner == "runner" else ("run.failed",)]

@@ -163,3 +163,22 @@ def test_local__find_started__reads_the_tag_start_wrote(tmp_path):
         assert provider.find_started("run-other", 1, None) == []
     finally:
         provider.delete(ref)
+
+
+@pytest.mark.parametrize("bind,debug,allowed,refused", [
+    ("127.0.0.1:8000", False, False, False),
+    ("[::1]:8000", False, False, False),
+    ("0.0.0.0:8000", False, False, True),
+    ("0.0.0.0:8000", True, False, False),
+    ("10.1.2.3:8000", False, True, False),
+])
+def test_local_provider__refuses_plays_on_a_reachable_bind_outside_debug(settings, tmp_path, bind, debug, allowed, refused):
+    from scheduler.providers.registry import local_start_refusal
+
+    settings.SCHEDULER_BIND, settings.DEBUG, settings.SCHEDULER_ALLOW_LOCAL_SANDBOXES = bind, debug, allowed
+    reason = local_start_refusal()
+    assert (reason is not None) == refused
+    if refused:
+        with pytest.raises(ProviderError, match="local sandboxes are for development") as raised:
+            LocalProvider(tmp_path, refuse_starts=reason).start(StartRequest("run-1", 1, None, {}, ["true"]))
+        assert raised.value.permanent

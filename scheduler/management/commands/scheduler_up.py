@@ -61,6 +61,7 @@ class Command(SchedulerCommand):
             token_note = f"; control API token in {path}"
         bind = options["bind"] or scheduler_settings.bind
         env.setdefault("SCHEDULER_PUBLIC_API_URL", f"http://{bind}")
+        env["SCHEDULER_BIND"] = bind  # what the local provider checks before it starts plays
         self._say(f"scheduler up: http://{bind}/healthz and http://{bind}/admin/ "
                   f"(create an admin user with ./dev manage createsuperuser){token_note}; Ctrl-C stops it")
         supervisor = Supervisor(default_children(bind), env)
