@@ -49,7 +49,7 @@ def handle(job: obligations.Job, lease_owner: str, result: CleanupTick, readback
             obligations.record_event(job, "provider_delete_requested", {"routingDomain": job.routing_domain})
             outcome = provider.delete(ref)
             if outcome is DeleteOutcome.ALREADY_ABSENT:
-                _complete(job, lease_owner, "already_absent", result)
+                _complete(job, lease_owner, "already_absent", result, provider.seen_domain(ref))
                 return
             obligations.record_event(job, "provider_delete_accepted", {"routingDomain": job.routing_domain})
             result.counts["accepted"] += 1
@@ -63,14 +63,16 @@ def handle(job: obligations.Job, lease_owner: str, result: CleanupTick, readback
         logger.warning("cleanup %s %s: %s (%s)", job.provider, job.sandbox_id, error, status)
         return
     if seen is ReadBack.DELETED:
-        _complete(job, lease_owner, "deleted", result)
+        _complete(job, lease_owner, "deleted", result, provider.seen_domain(ref))
     else:
         obligations.retry_later(job, lease_owner, readback_delay_ms)
         result.counts["retried"] += 1
 
 
-def _complete(job: obligations.Job, lease_owner: str, provider_outcome: str, result: CleanupTick) -> None:
-    outcome = obligations.complete(job, lease_owner, provider_outcome, job.routing_domain)
+def _complete(job: obligations.Job, lease_owner: str, provider_outcome: str, result: CleanupTick,
+              seen_domain: str | None) -> None:
+    """CLN-6; the observed routing domain is the one the provider's answer named, else the job's own."""
+    outcome = obligations.complete(job, lease_owner, provider_outcome, seen_domain or job.routing_domain)
     if outcome == "completed":
         result.counts["confirmed"] += 1
     logger.info("cleanup %s %s: %s (%s)", job.provider, job.sandbox_id, outcome, provider_outcome)

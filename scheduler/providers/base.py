@@ -85,6 +85,14 @@ class SandboxProvider:
     def read_back(self, ref: SandboxRef) -> ReadBack:
         raise NotImplementedError
 
+    def seen_domain(self, ref: SandboxRef) -> str | None:
+        """The organization the provider's last answer about this sandbox named (CLN-6), or None.
+
+        A job whose routing domain is unknown (a legacy row) learns it from
+        here when cleanup completes.
+        """
+        return None
+
     def find_started(self, run_id: str, attempt: int, routing_domain: str | None) -> list[SandboxRef]:
         """Sandboxes a start for this attempt left behind (found by the tags `start` gave them).
 

@@ -35,6 +35,8 @@ class DaytonaProvider(SandboxProvider):
     def __init__(self, api_url: str, api_keys: dict[str, str], *, timeout: float = 15.0, snapshot: str | None = None):
         self.api_url = api_url.rstrip("/")
         self._api_keys = dict(api_keys)
+        # Sandbox id -> the organization the last answer about it named (seen_domain pops it).
+        self._seen_domains: dict[str, str] = {}
         self.timeout = timeout
         self.snapshot = snapshot
 
@@ -68,7 +70,12 @@ class DaytonaProvider(SandboxProvider):
         """A 2xx body must be a sandbox object; anything else means a wrong base URL."""
         if not isinstance(response.body, dict) or "id" not in response.body:
             raise ProviderError(f"Daytona {what} answered {response.status} without a sandbox: check SCHEDULER_DAYTONA_API_URL", permanent=True)
+        if isinstance(response.body.get("organizationId"), str) and response.body["organizationId"]:
+            self._seen_domains[str(response.body["id"])] = response.body["organizationId"]
         return response.body
+
+    def seen_domain(self, ref: SandboxRef) -> str | None:
+        return self._seen_domains.pop(ref.sandbox_id, None)
 
     def _raise_for(self, response: _Response, what: str) -> None:
         if response.status in (401, 403):
@@ -155,6 +162,7 @@ class DaytonaProvider(SandboxProvider):
         if response.status == 404:
             return ReadBack.DELETED
         if 200 <= response.status < 300 and isinstance(response.body, dict):
+            self._sandbox(response, "sandbox read-back")
             return ReadBack.DELETED if response.body.get("state") == "destroyed" else ReadBack.STILL_PRESENT
         return ReadBack.UNKNOWN
 

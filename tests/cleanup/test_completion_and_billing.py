@@ -148,3 +148,18 @@ def test_billing__finalizing_twice_bills_once():
     query("UPDATE compute_billing_jobs_v2 SET status = 'pending', finalized_at = NULL")
     billing_sweep.run_once("owner")
     assert one("SELECT count(*) FROM billing_items WHERE run_id = %s", [run_id]) == 1
+
+
+def test_a_null_domain_daytona_job__learns_its_domain_from_the_providers_answer():
+    """CLN-5/6: the observed domain is what Daytona said the sandbox belongs to, not the job's own (null) one."""
+    from scheduler.providers.daytona import DaytonaProvider
+    from tests.providers.fake_daytona import FakeDaytona
+
+    with FakeDaytona({"key-default": "org-real"}) as fake:
+        fake.add("sb-legacy", "org-real")
+        provider = DaytonaProvider(fake.url, {"": "key-default"}, timeout=5)
+        v2("sb-legacy", provider="daytona", run_id="run-l", routing_domain=None)
+        for _ in range(3):  # delete accepted, then read back until the sandbox is gone
+            sandbox_sweep.run_once(["daytona"], "owner", provider_for=lambda name: provider, readback_delay_ms=0)
+            query("UPDATE sandbox_cleanup_jobs_v2 SET available_at = now(), lease_owner = NULL")
+    assert one("SELECT status, routing_domain FROM sandbox_cleanup_jobs_v2") == ("deleted", "org-real")
