@@ -169,6 +169,7 @@ class SchedulerSettings:
     prepare_statements = Setting(True, _boolean)
     plan_cache_mode = Setting("auto", _one_of(PLAN_CACHE_MODES))
     claim_lease_seconds = Setting(300, _integer(1))
+    cleanup_lease_seconds = Setting(120, _integer(1))
     settle_batch_size = Setting(32, _integer(1, 500))
     heartbeat_timeout_ms = Setting(60_000, _integer(1))
     max_request_bytes = Setting(1024 * 1024, _integer(1024))
@@ -185,6 +186,8 @@ class SchedulerSettings:
     require_secret_key = Setting(False, _boolean)
     # Local sandboxes run plays as the scheduler's own user: outside DEBUG and a loopback bind they must be allowed.
     allow_local_sandboxes = Setting(False, _boolean)
+    # The unprivileged user local sandboxes run as when the scheduler runs as root ("" keeps root).
+    local_sandbox_user = Setting[str | None]("scheduler-sandbox", _optional_text)
     bind = Setting("127.0.0.1:8000")
     web_workers = Setting(2, _integer(1, 64))
     web_threads = Setting(4, _integer(1, 256))

@@ -37,3 +37,15 @@ def not_a_number(play_input):
 def nul_text(play_input):
     """Returns a string holding U+0000: text PostgreSQL cannot store."""
     return {"text": "before\x00after"}
+
+
+def who_am_i(play_input):
+    """Reports the play's uid and whether it can read another process's environment (input.pid)."""
+    import os
+
+    try:
+        with open(f"/proc/{int((play_input or {}).get('pid', 1))}/environ", "rb"):
+            readable = True
+    except OSError:
+        readable = False
+    return {"uid": os.getuid(), "readsSchedulerEnvironment": readable}

@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass, field
 
 from scheduler.cleanup import obligations
+from scheduler.conf import scheduler_settings
 from scheduler.kinds import CleanupStatus
 from scheduler.loop import Tick
 from scheduler.providers import DeleteOutcome, ProviderError, ReadBack, SandboxRef, get_provider
@@ -32,7 +33,7 @@ class CleanupTick:
 def run_once(providers: list[str], lease_owner: str, limit: int = 20, now=None, readback_delay_ms: float = 2_000.0,
              provider_for=get_provider) -> CleanupTick:
     result = CleanupTick()
-    jobs, adopted = obligations.claim(providers, lease_owner, limit, now=now)
+    jobs, adopted = obligations.claim(providers, lease_owner, limit, scheduler_settings.cleanup_lease_seconds, now=now)
     if adopted:
         result.counts["adopted"] = adopted["copied"] + adopted["settled_legacy"] + adopted["settled_duplicates"]
     result.counts["claimed"] = len(jobs)

@@ -72,6 +72,8 @@ class StartRequest:
 
 class SandboxProvider:
     name = "base"
+    # The interpreter a sandbox runs `python -m scheduler.runner` with.
+    runner_python = "python3"
 
     def start(self, request: StartRequest) -> SandboxRef:
         raise NotImplementedError

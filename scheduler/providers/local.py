@@ -17,6 +17,7 @@ from pathlib import Path
 import psutil
 
 from scheduler.kinds import Provider
+from scheduler.providers import sandbox_user
 from scheduler.providers.base import DeleteOutcome, Inspection, ProviderError, ReadBack, SandboxProvider, SandboxRef, StartRequest
 
 
@@ -83,9 +84,21 @@ TAG_FILE = "sandbox.json"
 class LocalProvider(SandboxProvider):
     name = Provider.LOCAL
 
-    def __init__(self, root: Path, *, refuse_starts: str | None = None):
+    def __init__(self, root: Path, *, refuse_starts: str | None = None, run_as: str | None = None):
         self.root = Path(root)
         self.refuse_starts = refuse_starts
+        self.run_as = run_as
+        self._account: tuple[int, int] | None | bool = False  # looked up (and the user created) at the first start
+
+    @property
+    def account(self) -> tuple[int, int] | None:
+        if self._account is False:
+            self._account = sandbox_user.account(self.run_as)
+        return self._account
+
+    @property
+    def runner_python(self) -> str:
+        return sandbox_user.python_for(self.account)
 
     def workdir(self, sandbox_id: str) -> Path:
         return self.root / sandbox_id
@@ -96,11 +109,18 @@ class LocalProvider(SandboxProvider):
         reap_children()
         staging = self.root / f"starting-{request.run_id}-{request.attempt}"
         staging.mkdir(parents=True, exist_ok=True)
+        identity = {}
+        if self.account is not None:
+            uid, gid = self.account
+            sandbox_user.make_traversable(self.root)
+            os.chown(staging, uid, gid)
+            staging.chmod(0o700)
+            identity = {"user": uid, "group": gid, "extra_groups": []}
         log = open(staging / "runner.log", "ab")
         try:
             process = subprocess.Popen(
                 request.command, cwd=staging, env=request.env, stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **identity,
             )
         except OSError as exc:
             raise ProviderError(f"local sandbox did not start: {exc.strerror}", permanent=True) from None

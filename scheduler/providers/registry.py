@@ -42,7 +42,8 @@ def get_provider(name: str) -> SandboxProvider:
     if name == Provider.LOCAL:
         from scheduler.providers.local import LocalProvider
 
-        return LocalProvider(scheduler_settings.sandbox_dir, refuse_starts=local_start_refusal())
+        return LocalProvider(scheduler_settings.sandbox_dir, refuse_starts=local_start_refusal(),
+                             run_as=scheduler_settings.local_sandbox_user)
     if name == Provider.DAYTONA:
         from scheduler.providers.daytona import DaytonaProvider
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 import time
 from dataclasses import dataclass, field
 
@@ -95,11 +94,12 @@ def dispatch_claim(claim: lifecycle.Claim, result: DispatchTick) -> None:
     launch = claim.launch
     provider_name, routing_domain = sandbox_placement(launch, claim.org_id)
     timeout_ms = int(launch.get("heartbeatTimeoutMs") or scheduler_settings.heartbeat_timeout_ms)
-    python = sys.executable if provider_name == Provider.LOCAL else "python3"
     request = StartRequest(claim.run_id, claim.attempt, routing_domain, runner_env(claim, timeout_ms),
-                           [python, "-m", "scheduler.runner"])
+                           ["python3", "-m", "scheduler.runner"])
     try:
-        ref = get_provider(provider_name).start(request)
+        provider = get_provider(provider_name)
+        request.command[0] = provider.runner_python
+        ref = provider.start(request)
     except ProviderError as error:
         result.counts["start_failed"] += 1
         logger.warning("dispatch run=%s attempt=%s provider=%s start failed: %s", claim.run_id, claim.attempt, provider_name, error)

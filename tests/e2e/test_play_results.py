@@ -48,3 +48,16 @@ def test_the_readme_first_example__a_module_function_play_name__completes(local_
     assert dispatch.run_once(5).counts["parked"] == 1
     wait_for(lambda: lifecycle.run_status(run_id).status == "completed", "the README's example completing")
     assert loads(one("SELECT terminal_result_json FROM runs WHERE run_id = %s", [run_id]))["output"] == {"greeting": "hello, you"}
+
+
+def test_local_sandbox_as_root__the_play_runs_unprivileged_and_cannot_read_the_schedulers_environment(local_sandboxes):
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("plays change user only when the scheduler runs as root")
+    run_id = factories.launch(input={"pid": os.getpid()},
+                              launch={"play": {"callable": "scheduler.plays:who_am_i"}, "sandboxProvider": "local"})
+    assert dispatch.run_once(5).counts["parked"] == 1
+    wait_for(lambda: lifecycle.run_status(run_id).status == "completed", "the play reporting who it is")
+    output = loads(one("SELECT terminal_result_json FROM runs WHERE run_id = %s", [run_id]))["output"]
+    assert output["uid"] != 0 and output["readsSchedulerEnvironment"] is False
