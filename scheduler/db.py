@@ -161,3 +161,21 @@ def _dict_rows(description, records) -> list[dict[str, Any]]:
                 row[columns[index]] = json.loads(value)
         rows.append(row)
     return rows
+
+
+def keep_values_out_of_server_log(sender, connection, **kwargs) -> None:
+    """On every new connection: a failed statement's text and context (which may quote a launch's tokens) stay out
+    of the server log, where the server lets this role say so.
+
+    Both settings need a superuser or `GRANT SET ON PARAMETER` (PostgreSQL 15+); without that the server keeps
+    its own settings, and values are still refused at the edge before any statement sees them.
+    """
+    if connection.vendor != "postgresql" or connection.connection is None:
+        return
+    raw = connection.connection
+    try:
+        raw.execute("SELECT set_config('log_error_verbosity', 'terse', false), "
+                    "set_config('log_min_error_statement', 'panic', false)")
+    except psycopg.errors.InsufficientPrivilege:
+        if not raw.autocommit:
+            raw.rollback()
