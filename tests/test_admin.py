@@ -55,3 +55,15 @@ def test_run_whose_id_reads_as_an_escape__its_admin_link_opens_it(admin_client):
     link = re.search(r'href="(/admin/scheduler/run/[^"]+/change/[^"]*)"', listing).group(1)
     page = admin_client.get(html.unescape(link))
     assert page.status_code == 200 and "run_24ab" in page.content.decode()
+
+
+def test_run_detail__a_late_result_shown_as_finished_after_being_declared_lost(admin_client):
+    from scheduler.runs import settlement
+
+    parked = factories.parked_run(max_attempts=1)
+    lost = {"status": "failed", "error": {"code": "runner_lost", "message": "gone"}, "verdict": "runner_lost"}
+    settlement.settle_attempt(parked.run_id, 1, parked.lease_token, lost)
+    factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result({"late": "answer"}))
+    page = admin_client.get(reverse("admin:scheduler_run_change", args=[quote(parked.run_id)])).content.decode()
+    field = page[page.find("field-late_results"):][:2000]
+    assert "Finished after being declared lost" in field and "&quot;late&quot;: &quot;answer&quot;" in field, field

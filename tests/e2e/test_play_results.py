@@ -44,7 +44,7 @@ def test_a_play_that_cannot_start__play_start_failed_with_the_traceback_tail(loc
 
 def test_the_readme_first_example__a_module_function_play_name__completes(local_sandboxes):
     run_id = factories.launch(play_name="scheduler.plays:hello", input={"name": "you"},
-                              launch={"absurdReleaseId": "rel-7", "sandboxProvider": "local"})
+                              launch={"sandboxProvider": "local"})
     assert dispatch.run_once(5).counts["parked"] == 1
     wait_for(lambda: lifecycle.run_status(run_id).status == "completed", "the README's example completing")
     assert loads(one("SELECT terminal_result_json FROM runs WHERE run_id = %s", [run_id]))["output"] == {"greeting": "hello, you"}
