@@ -72,14 +72,14 @@ class AlreadyRunning(Exception):
 
 
 @contextlib.contextmanager
-def single_instance(directory: Path):
-    """Hold an exclusive lock on `directory` for as long as the block runs; refuse at once when another holds it.
+def single_instance(directory: Path, name: str = "scheduler_up.lock"):
+    """Hold an exclusive lock on `directory`/`name` for as long as the block runs; refuse at once when another holds it.
 
-    Two stacks on one embedded server would run two sets of workers against
-    the same database and fight over its connections.
+    Two stacks on one database would run two sets of workers against it and
+    fight over its connections.
     """
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / "scheduler_up.lock"
+    path = directory / name
     handle = open(path, "a+")
     try:
         try:

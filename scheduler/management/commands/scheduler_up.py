@@ -1,5 +1,6 @@
 """`scheduler_up`: migrate, then run the API and every worker loop until SIGTERM/SIGINT."""
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -22,13 +23,14 @@ from scheduler.stack.supervisor import (
 )
 
 
-def _instance_directory() -> Path:
-    """The embedded server's directory, or the sandbox folder's parent when DATABASE_URL names another server."""
+def _instance_lock() -> tuple[Path, str]:
+    """Where the one-instance lock lives: the embedded server's directory, or one lock per other database."""
     if scheduler_settings.embedded_database:
         from config.embedded_pg import EMBEDDED_DIR
 
-        return EMBEDDED_DIR
-    return Path(scheduler_settings.sandbox_dir).parent
+        return EMBEDDED_DIR, "scheduler_up.lock"
+    database = hashlib.sha256(child_database_url().encode()).hexdigest()[:12]
+    return Path(scheduler_settings.sandbox_dir).parent, f"scheduler_up-{database}.lock"
 
 
 class Command(SchedulerCommand):
@@ -40,7 +42,7 @@ class Command(SchedulerCommand):
 
     def handle(self, *args, **options):
         try:
-            with single_instance(_instance_directory()):
+            with single_instance(*_instance_lock()):
                 code = self._up(options)
         except AlreadyRunning as error:
             raise CommandError(str(error)) from None
