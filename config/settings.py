@@ -6,6 +6,7 @@ every scheduler table; it is refused at start-up unless it is a plain
 lower-case identifier, because it is spliced into SQL text and search_path.
 """
 
+import contextlib
 import os
 import warnings
 from pathlib import Path
@@ -88,6 +89,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Right after SecurityMiddleware, as WhiteNoise asks: static files never reach the rest of the stack.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -119,7 +122,20 @@ USE_TZ = True
 TIME_ZONE = "UTC"
 LANGUAGE_CODE = "en-us"
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / ".embedded" / "static"
+STATIC_ROOT = Path(env.str("STATIC_ROOT", default=str(BASE_DIR / ".embedded" / "static")))
+# Once `collectstatic` ran (`./dev up` runs it): compressed, content-hashed files that WhiteNoise serves with a
+# year's caching. Before that (tests, a fresh checkout): the apps' own files, found where they are.
+_COLLECTED = (STATIC_ROOT / "staticfiles.json").exists()
+if not _COLLECTED:
+    # WhiteNoise looks in STATIC_ROOT at start-up and warns when it is missing; an empty one is the honest state.
+    with contextlib.suppress(OSError):
+        STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage" if _COLLECTED
+                    else "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = not _COLLECTED
 # The internal API caps bodies itself (413); this is Django's own guard.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 

@@ -56,6 +56,8 @@ class Command(SchedulerCommand):
         except OperationalError as error:
             raise CommandError(f"cannot reach the database: {describe(error)}") from None
         call_command("check_scheduler_schema")
+        # The admin's CSS and scripts, compressed and hashed, for gunicorn to serve through WhiteNoise.
+        call_command("collectstatic", interactive=False, verbosity=0)
         env = dict(os.environ, DATABASE_URL=child_database_url())
         token_note = ""
         if not scheduler_settings.internal_token:
