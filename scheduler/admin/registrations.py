@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.utils.html import format_html
 
 from scheduler import models
+from scheduler.admin import repair_actions
 from scheduler.redaction import redact
 
 
@@ -39,7 +40,17 @@ class RunAdmin(ReadOnlyAdmin):
     list_filter = ("status", "play_name")
     search_fields = ("run_id", "org_id", "play_name")
     exclude = ("launch_json", "input_json")
-    extra_readonly = ("launch_redacted", "input_redacted", "late_results")
+    extra_readonly = ("launch_redacted", "input_redacted", "late_results", "operator_actions")
+    actions = [repair_actions.cancel_runs]
+
+    def has_cancel_permission(self, request):
+        return request.user.has_perm("scheduler.cancel_run")
+
+    @admin.display(description="operator actions")
+    def operator_actions(self, obj):
+        rows = models.OperatorAction.objects.filter(target=obj.run_id).order_by("created_at")
+        audit = [{"at": row.created_at, "by": row.actor, "action": row.action, "outcome": row.outcome} for row in rows]
+        return pretty_json(audit) if audit else "-"
 
     def get_readonly_fields(self, request, obj=None):
         hidden = {"launch_json", "input_json"}
@@ -74,6 +85,10 @@ class AttemptAdmin(ReadOnlyAdmin):
 @admin.register(models.OutboxFact)
 class OutboxAdmin(ReadOnlyAdmin):
     list_display = ("event_id", "run_id", "event_type", "lane", "created_at", "delivered_at", "failed_at", "attempt_count")
+    actions = [repair_actions.requeue_failed_heads]
+
+    def has_requeue_permission(self, request):
+        return request.user.has_perm("scheduler.requeue_outbox_head")
     list_filter = ("lane", "event_type")
     search_fields = ("run_id", "event_id")
 
@@ -106,6 +121,10 @@ class ReceiptAdmin(ReadOnlyAdmin):
 @admin.register(models.CleanupJobRow)
 class CleanupJobAdmin(ReadOnlyAdmin):
     list_display = ("provider", "sandbox_id", "run_id", "attempt", "routing_domain", "status", "attempt_count", "available_at")
+    actions = [repair_actions.unblock_cleanup_jobs]
+
+    def has_unblock_permission(self, request):
+        return request.user.has_perm("scheduler.unblock_cleanup")
     list_filter = ("status", "provider")
     search_fields = ("sandbox_id", "run_id")
 
@@ -148,3 +167,10 @@ class RunLedgerEventAdmin(ReadOnlyAdmin):
     list_display = ("event_id", "run_id", "event_type", "occurred_at", "received_at")
     list_filter = ("event_type",)
     search_fields = ("run_id", "event_id")
+
+
+@admin.register(models.OperatorAction)
+class OperatorActionAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "actor", "action", "target", "changed", "outcome", "reason")
+    list_filter = ("action", "changed")
+    search_fields = ("target", "actor")

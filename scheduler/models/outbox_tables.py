@@ -27,6 +27,7 @@ class OutboxFact(models.Model):
     class Meta:
         db_table = "outbox"
         verbose_name = "outbox fact"
+        permissions = [("requeue_outbox_head", "Can requeue a failed outbox head (operator repair)")]
         constraints = [
             models.CheckConstraint(condition=models.Q(lane__in=values(Lane)), name="outbox_lane_check"),
         ]

@@ -42,6 +42,7 @@ class Run(models.Model):
 
     class Meta:
         db_table = "runs"
+        permissions = [("cancel_run", "Can cancel runs (operator repair)")]
         constraints = [
             models.CheckConstraint(condition=models.Q(status__in=RUN_STATUSES), name="runs_status_check"),
             models.CheckConstraint(
