@@ -1,7 +1,8 @@
-"""Django admin for the scheduler: read-only views of every table.
+"""Django admin for the scheduler: a dashboard, read-only views of every table, and the operator repairs as
+actions (scheduler/operations/) behind their own permissions; nothing else writes."""
 
-Repairs (cancel, requeue, unblock, release open/close) will be admin actions
-that run the same fenced statements as the API; nothing here writes.
-"""
+from django.contrib import admin
 
-from scheduler.admin import registrations  # noqa: F401
+from scheduler.admin import dashboard, registrations  # noqa: F401
+
+dashboard.install(admin.site)

@@ -6,7 +6,7 @@ from django.contrib import admin
 from django.utils.html import format_html
 
 from scheduler import models
-from scheduler.admin import repair_actions
+from scheduler.admin import filters, repair_actions
 from scheduler.redaction import redact
 
 
@@ -37,7 +37,8 @@ def pretty_json(value) -> str:
 @admin.register(models.Run)
 class RunAdmin(ReadOnlyAdmin):
     list_display = ("run_id", "status", "org_id", "play_name", "release_id", "created_at", "finished_at")
-    list_filter = ("status", "play_name")
+    list_filter = ("status", filters.StuckFilter, filters.ErrorCodeFilter, "play_name")
+    ordering = ("-created_at",)
     search_fields = ("run_id", "org_id", "play_name")
     exclude = ("launch_json", "input_json")
     extra_readonly = ("launch_redacted", "input_redacted", "late_results", "operator_actions")
@@ -89,7 +90,7 @@ class OutboxAdmin(ReadOnlyAdmin):
 
     def has_requeue_permission(self, request):
         return request.user.has_perm("scheduler.requeue_outbox_head")
-    list_filter = ("lane", "event_type")
+    list_filter = (filters.DeliveryFilter, "lane", "event_type")
     search_fields = ("run_id", "event_id")
 
     def get_queryset(self, request):

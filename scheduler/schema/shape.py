@@ -33,6 +33,10 @@ REQUIRED_INDEXES = (
     "runtime_scheduler_outbox_milestone_idx",
     "runtime_scheduler_run_ledger_events_run_idx",
     "runtime_scheduler_outbox_blocker_idx",
+    "runtime_scheduler_runs_open_idx",
+    "runtime_scheduler_runs_failed_recent_idx",
+    "runtime_scheduler_cleanup_v2_pending_created_idx",
+    "runtime_scheduler_cleanup_v2_blocked_idx",
 )
 LEGACY_CLEANUP_PENDING_INDEX = "runtime_scheduler_sandbox_cleanup_legacy_pending_idx"
 REQUIRED_FUNCTIONS = (

@@ -1,0 +1,75 @@
+"""The admin index as a dashboard: what is queued, stuck, failed and waiting to be delivered, cleaned or billed.
+
+Every figure is one index-bounded statement (sql/dashboard.sql) and links to
+the filtered list that explains it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib import admin
+from django.urls import reverse
+
+from scheduler import db
+from scheduler.conf import scheduler_settings
+
+
+@dataclass(frozen=True)
+class Figure:
+    label: str
+    value: object
+    link: str
+    alarming: bool = False
+
+
+def _list(model: str, query: str) -> str:
+    return f"{reverse(f'admin:scheduler_{model}_changelist')}?{query}"
+
+
+def figures() -> dict[str, list[Figure]]:
+    runs = db.fetch_one("dashboard_runs", {"default_timeout_ms": scheduler_settings.heartbeat_timeout_ms})
+    backlog = db.fetch_one("dashboard_backlogs")
+    oldest = backlog["oldest_undelivered_seconds"]
+    return {
+        "Runs": [
+            Figure("queued", runs["queued"], _list("run", "status__exact=queued")),
+            Figure("dispatching (claimed, not parked)", runs["dispatching"], _list("run", "status__exact=running")),
+            Figure("waiting on a runner", runs["waiting"], _list("run", "status__exact=waiting")),
+            Figure("stuck runners (heartbeat past its timeout)", runs["stuck_runners"], _list("run", "stuck=runner"),
+                   runs["stuck_runners"] > 0),
+            Figure("stuck claims (lease expired before park)", runs["stuck_claims"], _list("run", "stuck=claim"),
+                   runs["stuck_claims"] > 0),
+        ],
+        "Failed in the last 24 hours": [
+            Figure(row["code"], row["runs"], _list("run", f"status__exact=failed&error_code={row['code']}"), True)
+            for row in db.fetch_all("dashboard_failures")
+        ],
+        "Run ledger delivery": [
+            Figure("undelivered facts", backlog["undelivered"], _list("outboxfact", "delivery=undelivered")),
+            Figure("oldest undelivered (seconds)", round(oldest, 1) if oldest is not None else "-",
+                   _list("outboxfact", "delivery=undelivered")),
+            Figure("failed heads (blocking their run)", backlog["failed_heads"], _list("outboxfact", "delivery=failed"),
+                   backlog["failed_heads"] > 0),
+            Figure("retrying", backlog["retrying"], _list("outboxfact", "delivery=retrying")),
+        ],
+        "Sandbox cleanup and billing": [
+            Figure("cleanup pending", backlog["cleanup_pending"], _list("cleanupjobrow", "status__exact=pending")),
+            Figure("oldest pending cleanup", backlog["cleanup_oldest_pending"] or "-",
+                   _list("cleanupjobrow", "status__exact=pending")),
+            Figure("cleanup blocked", backlog["cleanup_blocked"], _list("cleanupjobrow", "status__exact=blocked"),
+                   backlog["cleanup_blocked"] > 0),
+            Figure("billing pending", backlog["billing_pending"], _list("billingjob", "status__exact=pending")),
+        ],
+    }
+
+
+def install(site: admin.AdminSite) -> None:
+    """The site's index shows the dashboard above Django's list of models."""
+    plain_index = site.index
+
+    def index(request, extra_context=None):
+        return plain_index(request, {**(extra_context or {}), "dashboard": figures()})
+
+    site.index = index
+    site.index_template = "admin/scheduler_dashboard.html"
