@@ -1,0 +1,73 @@
+"""The admin in a real browser (Debian's headless Chromium, driven by Selenium): styled, the dashboard's figures
+lead to the lists that explain them, a repair runs as an action and is audited, and needs its permission."""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
+
+from tests import factories
+from tests.factories import one, query
+
+pytestmark = pytest.mark.django_db(transaction=True)
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+
+
+@pytest.fixture
+def browser(settings):
+    # The live server serves the apps' own static files: pages must link those, not a collection's hashed copies.
+    settings.STORAGES = {**settings.STORAGES,
+                         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+    if not (CHROMIUM and CHROMEDRIVER):
+        pytest.skip("needs Debian's chromium and chromium-driver (.ci/run installs them)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--window-size=1400,1000"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.implicitly_wait(5)
+    yield driver
+    driver.quit()
+
+
+def _log_in(browser, live_server, username):
+    browser.get(f"{live_server.url}/admin/login/")
+    browser.find_element(By.NAME, "username").send_keys(username)
+    browser.find_element(By.NAME, "password").send_keys("pw")
+    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+
+
+def test_dashboard_styled__a_figure_leads_to_its_list__an_action_runs_and_is_audited(browser, live_server):
+    User.objects.create_superuser("ops", "ops@example.com", "pw")
+    stuck = factories.parked_run(heartbeat_timeout_ms=1)
+    query("UPDATE attempts SET heartbeat_at = now() - interval '1 minute' WHERE run_id = %s", [stuck.run_id])
+    _log_in(browser, live_server, "ops")
+    dashboard = browser.find_element(By.ID, "scheduler-dashboard")
+    if os.environ.get("SCHEDULER_SCREENSHOTS"):  # `SCHEDULER_SCREENSHOTS=1 ./dev test tests/browser` refreshes docs/
+        browser.save_screenshot(str(Path(__file__).resolve().parents[2] / "docs" / "dashboard.png"))
+    header = browser.find_element(By.ID, "header")
+    assert browser.execute_script("return getComputedStyle(arguments[0]).backgroundColor", header) != "rgba(0, 0, 0, 0)"
+    dashboard.find_element(By.PARTIAL_LINK_TEXT, "stuck runners").click()
+    assert stuck.run_id in browser.find_element(By.ID, "result_list").text
+    browser.find_element(By.CSS_SELECTOR, "input.action-select").click()
+    Select(browser.find_element(By.NAME, "action")).select_by_value("cancel_runs")
+    browser.find_element(By.CSS_SELECTOR, "button[name=index]").click()
+    assert "cancel queued" in browser.find_element(By.CSS_SELECTOR, "ul.messagelist").text
+    assert one("SELECT actor FROM operator_actions WHERE target = %s", [stuck.run_id]) == "admin:ops"
+
+
+def test_an_operator_without_the_permission__sees_no_action(browser, live_server):
+    viewer = User.objects.create_user("viewer", password="pw", is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_run"))
+    factories.launch()
+    _log_in(browser, live_server, "viewer")
+    browser.get(f"{live_server.url}/admin/scheduler/run/")
+    assert browser.find_elements(By.NAME, "action") == []
