@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from scheduler.runs import settlement
 from tests import factories
+from tests.factories import query
 
 pytestmark = pytest.mark.django_db
 
@@ -67,3 +68,22 @@ def test_run_detail__a_late_result_shown_as_finished_after_being_declared_lost(a
     page = admin_client.get(reverse("admin:scheduler_run_change", args=[quote(parked.run_id)])).content.decode()
     field = page[page.find("field-late_results"):][:2000]
     assert "Finished after being declared lost" in field and "&quot;late&quot;: &quot;answer&quot;" in field, field
+
+
+def test_run_detail__tells_the_whole_story_in_order(admin_client):
+    from scheduler.outbox import drainer
+
+    parked = factories.parked_run(provider="local")
+    factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result({"n": 1}))
+    # now() is the test transaction's start, earlier than the facts' clock times: let them be due.
+    query("UPDATE outbox SET created_at = created_at - interval '1 minute' WHERE run_id = %s", [parked.run_id])
+    drainer.run_once("story-drainer")
+    page = admin_client.get(reverse("admin:scheduler_run_change", args=[quote(parked.run_id)])).content.decode()
+    facts = page[page.find("field-story_facts"):][:4000]
+    assert facts.index("run.created") < facts.index("run.started") < facts.index("run.waiting") < facts.index("run.completed")
+    assert "undelivered" not in facts and "delivered" in facts
+    attempts = page[page.find("field-story_attempts"):][:3000]
+    assert "completed" in attempts and "&quot;n&quot;: 1" in attempts
+    assert parked.sandbox_id in page[page.find("field-story_cleanup"):][:3000]
+    ledger = page[page.find("field-story_ledger"):][:4000]
+    assert f"{parked.run_id}:run.completed" in ledger, ledger

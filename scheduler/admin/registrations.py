@@ -6,7 +6,7 @@ from django.contrib import admin
 from django.utils.html import format_html
 
 from scheduler import models
-from scheduler.admin import filters, repair_actions
+from scheduler.admin import filters, repair_actions, run_story
 from scheduler.redaction import redact
 
 
@@ -41,11 +41,32 @@ class RunAdmin(ReadOnlyAdmin):
     ordering = ("-created_at",)
     search_fields = ("run_id", "org_id", "play_name")
     exclude = ("launch_json", "input_json")
-    extra_readonly = ("launch_redacted", "input_redacted", "late_results", "operator_actions")
+    extra_readonly = ("story_attempts", "story_facts", "story_cleanup", "story_billing", "story_ledger",
+                      "launch_redacted", "input_redacted", "late_results", "operator_actions")
     actions = [repair_actions.cancel_runs]
 
     def has_cancel_permission(self, request):
         return request.user.has_perm("scheduler.cancel_run")
+
+    @admin.display(description="attempts")
+    def story_attempts(self, obj):
+        return run_story.attempts(obj)
+
+    @admin.display(description="facts, in causal order, with their delivery")
+    def story_facts(self, obj):
+        return run_story.facts(obj)
+
+    @admin.display(description="sandbox cleanup and its events")
+    def story_cleanup(self, obj):
+        return run_story.cleanup(obj)
+
+    @admin.display(description="billing items")
+    def story_billing(self, obj):
+        return run_story.billing(obj)
+
+    @admin.display(description="run ledger events (built-in receiver)")
+    def story_ledger(self, obj):
+        return run_story.ledger(obj)
 
     @admin.display(description="operator actions")
     def operator_actions(self, obj):
