@@ -13,7 +13,8 @@ from urllib.parse import urlsplit
 
 from scheduler import validation
 from scheduler.errors import InvalidInput
-from scheduler.kinds import Environment, Provider, ResultStatus, values
+from scheduler.kinds import Environment, Provider, ResultStatus, RunStatus, values
+from scheduler.operations.run_list import MAX_PAGE, RunFilter
 from scheduler.runs.lifecycle import LaunchRequest
 from scheduler.runs.settlement import Settlement
 
@@ -171,3 +172,24 @@ def runner_terminal(body: dict) -> Settlement:
     run_id, attempt, lease_token = runner_identity(body)
     return Settlement(run_id, attempt, lease_token, terminal_result(validation.field(body, "result")),
                       progress_events(body.get("terminalProgressEvents")), body.get("logPayload"), from_runner=True)
+
+
+def run_list_query(query) -> tuple[RunFilter, str | None, int]:
+    """GET /internal/runs?status=&org=&release=&play=&created_after=&cursor=&limit=: each optional, each checked."""
+    def text(name: str) -> str | None:
+        value = query.get(name)
+        return validation.text(value, name) if value not in (None, "") else None
+
+    created_after = text("created_after")
+    if created_after is not None:
+        try:
+            created_after = dt.datetime.fromisoformat(created_after)
+        except ValueError:
+            raise InvalidInput("created_after must be an ISO 8601 timestamp", field="created_after") from None
+        if created_after.tzinfo is None:
+            raise InvalidInput("created_after must carry a time zone", field="created_after")
+    limit = text("limit") or "50"
+    if not limit.isdigit() or not 1 <= int(limit) <= MAX_PAGE:
+        raise InvalidInput(f"limit must be an integer between 1 and {MAX_PAGE}", field="limit")
+    status = validation.choice(text("status"), "status", values(RunStatus), optional=True)
+    return (RunFilter(status, text("org"), text("release"), text("play"), created_after), text("cursor"), int(limit))

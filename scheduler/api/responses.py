@@ -28,7 +28,12 @@ def run_snapshot(snapshot: RunSnapshot, *, include_definition_scope: bool = Fals
         "finishedAt": _iso(snapshot.finished_at),
         "attempts": snapshot.attempts,
         "schedulerSchema": snapshot.scheduler_schema,
+        "delivery": snapshot.delivery,
     }
+    if snapshot.output is not None:
+        answer["output"] = snapshot.output
+    if snapshot.error is not None:
+        answer["error"] = snapshot.error
     if snapshot.run_log_store == "planet_scale":
         answer["runLogStore"] = "planet_scale"
     if include_definition_scope:
@@ -64,3 +69,10 @@ def terminal(answer: TerminalAnswer) -> dict:
 
 def admission(release_id: str, state: Admission) -> dict:
     return {"releaseId": release_id, "accepting": state.accepting, "admissionEpoch": state.admission_epoch}
+
+
+def run_row(row: dict) -> dict:
+    """One run of a list: enough to pick it out and see how it ended."""
+    return {"runId": row["run_id"], "orgId": row["org_id"], "status": row["status"], "playName": row["play_name"],
+            "releaseId": row["release_id"], "createdAt": _iso(row["created_at"]), "finishedAt": _iso(row["finished_at"]),
+            "attempts": row["attempts"] or 0, "maxAttempts": row["max_attempts"], "errorCode": row["error_code"]}

@@ -5,7 +5,7 @@ from scheduler.api import views_ledger, views_releases, views_runner, views_runs
 from scheduler.api.http import not_found
 
 urlpatterns = [
-    path("runs", views_runs.launch),
+    path("runs", views_runs.runs),
     path("runs/<str:run_id>", views_runs.run_status),
     path("runs/<str:run_id>/cancel", views_runs.cancel),
     path("runs/<str:run_id>/array-input-intent", views_runs.array_input_intent),

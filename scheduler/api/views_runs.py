@@ -7,14 +7,20 @@ from scheduler.api import parsing, responses
 from scheduler.api.auth import require_internal_token
 from scheduler.api.http import api_view, json_body, path_id
 from scheduler.errors import InvalidInput, NotFound
+from scheduler.operations import run_list
 from scheduler.runs import lifecycle
 
 
-@api_view("POST")
-def launch(request):
+@api_view("GET", "POST")
+def runs(request):
+    """POST: launch a run (RUN-1). GET: runs newest first, filtered, a page at a time."""
     require_internal_token(request)
-    launch_request = parsing.launch_request(json_body(request))
-    return JsonResponse({"runId": lifecycle.launch_run(launch_request)}, status=201)
+    if request.method == "POST":
+        launch_request = parsing.launch_request(json_body(request))
+        return JsonResponse({"runId": lifecycle.launch_run(launch_request)}, status=201)
+    filters, cursor, limit = parsing.run_list_query(request.GET)
+    rows, next_cursor = run_list.page(filters, cursor=cursor, limit=limit)
+    return JsonResponse({"runs": [responses.run_row(row) for row in rows], "nextCursor": next_cursor})
 
 
 @api_view("GET")

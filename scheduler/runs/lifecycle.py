@@ -148,6 +148,9 @@ class RunSnapshot:
     finished_at: dt.datetime | None
     attempts: list
     scheduler_schema: str
+    output: Any = None
+    error: Any = None
+    delivery: dict = field(default_factory=dict)  # the run's facts: how many, delivered, failed heads
     late_results: list = field(default_factory=list)  # results that came after a verdict settled their attempt
 
 

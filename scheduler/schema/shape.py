@@ -37,6 +37,7 @@ REQUIRED_INDEXES = (
     "runtime_scheduler_runs_failed_recent_idx",
     "runtime_scheduler_cleanup_v2_pending_created_idx",
     "runtime_scheduler_cleanup_v2_blocked_idx",
+    "runtime_scheduler_runs_created_idx",
 )
 LEGACY_CLEANUP_PENDING_INDEX = "runtime_scheduler_sandbox_cleanup_legacy_pending_idx"
 REQUIRED_FUNCTIONS = (

@@ -184,20 +184,30 @@ SELECT locked_run.status AS prior_status,
 FROM locked_run;
 
 -- name: runs_read_status
--- The status snapshot of one run with its attempt summary and the schema actually queried (RUN-8).
+-- The status snapshot of one run: its attempts with their verdicts, its output or error, its facts' delivery, and the schema actually queried (RUN-8).
 SELECT run.run_id, run.org_id, run.status, run.play_name, run.graph_hash,
        run.launch_json ->> 'runtimeBackend' AS runtime_backend,
        run.run_log_store, run.definition_scope,
        run.created_at, run.updated_at, run.started_at, run.finished_at,
        relation.relnamespace::regnamespace::text AS scheduler_schema,
        (
-           SELECT coalesce(jsonb_agg(jsonb_build_object(
+           SELECT coalesce(jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
                       'attempt', attempt.attempt, 'status', attempt.status,
-                      'createdAt', attempt.created_at, 'finishedAt', attempt.finished_at
-                  ) ORDER BY attempt.attempt), '[]'::jsonb)
+                      'createdAt', attempt.created_at, 'finishedAt', attempt.finished_at,
+                      'verdict', coalesce(attempt.runner_result_json ->> 'verdict',
+                                          attempt.runner_result_json -> 'error' ->> 'code',
+                                          attempt.runner_result_json ->> 'status')
+                  )) ORDER BY attempt.attempt), '[]'::jsonb)
            FROM __schema__.attempts AS attempt
            WHERE attempt.run_id = run.run_id
-       ) AS attempts
+       ) AS attempts,
+       run.terminal_result_json -> 'output' AS output,
+       run.terminal_result_json -> 'error' AS error,
+       (SELECT jsonb_build_object(
+                   'facts', count(*),
+                   'delivered', count(*) FILTER (WHERE fact.delivered_at IS NOT NULL),
+                   'failedHeads', count(*) FILTER (WHERE fact.delivered_at IS NULL AND fact.failed_at IS NOT NULL))
+        FROM __schema__.outbox AS fact WHERE fact.run_id = run.run_id) AS delivery
 FROM __schema__.runs AS run
 JOIN pg_class AS relation ON relation.oid = run.tableoid
 WHERE run.run_id = %(run_id)s::text;

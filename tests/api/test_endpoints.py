@@ -89,7 +89,7 @@ def test_launch__closed_release__409_and_nothing_written(client):
 
 
 def test_wrong_method__405(client):
-    assert control(client, "get", "/internal/runs").status_code == 405
+    assert control(client, "delete", "/internal/runs").status_code == 405  # GET lists runs since the list API
 
 
 # --- status, cancel, standing, intent --------------------------------------
