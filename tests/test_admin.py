@@ -87,3 +87,13 @@ def test_run_detail__tells_the_whole_story_in_order(admin_client):
     assert parked.sandbox_id in page[page.find("field-story_cleanup"):][:3000]
     ledger = page[page.find("field-story_ledger"):][:4000]
     assert f"{parked.run_id}:run.completed" in ledger, ledger
+
+
+def test_run_list__attempt_of_max_error_and_filters(admin_client):
+    failed = factories.parked_run(max_attempts=1, launch={"absurdReleaseId": "rel-list"})
+    factories.report_terminal(failed.run_id, 1, failed.lease_token, factories.failed_result("play_failed", "it broke"))
+    other = factories.launch(launch={"absurdReleaseId": "rel-other"})
+    page = admin_client.get("/admin/scheduler/run/?release=rel-list").content.decode()
+    row = page[page.find(f">{failed.run_id}<"):][:3000]
+    assert "1 of 1" in row and "play_failed: it broke" in row
+    assert other not in page

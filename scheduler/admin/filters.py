@@ -69,3 +69,35 @@ class DeliveryFilter(admin.SimpleListFilter):
         if value == "delivered":
             return queryset.filter(delivered_at__isnull=False)
         return queryset
+
+
+class _JsonKeyFilter(admin.SimpleListFilter):
+    """Filter on one key of a JSON column, offering the values the first rows show (bounded)."""
+
+    lookup: str = ""
+
+    def lookups(self, request, model_admin):
+        seen = (model_admin.get_queryset(request).exclude(**{f"{self.lookup}__isnull": True})
+                .values_list(self.lookup, flat=True).distinct()[:50])
+        return [(value, value) for value in seen if value]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(**{self.lookup: self.value()}) if self.value() else queryset
+
+
+class ReleaseFilter(_JsonKeyFilter):
+    title = "release"
+    parameter_name = "release"
+    lookup = "launch_json__absurdReleaseId"
+
+
+class ProviderFilter(_JsonKeyFilter):
+    title = "provider"
+    parameter_name = "provider"
+    lookup = "suspension_json__runtimeSandboxRef__provider"
+
+
+class OrgFilter(_JsonKeyFilter):
+    title = "org"
+    parameter_name = "org"
+    lookup = "org_id"

@@ -6,7 +6,7 @@ from django.contrib import admin
 from django.utils.html import format_html
 
 from scheduler import models
-from scheduler.admin import filters, repair_actions, run_story
+from scheduler.admin import columns, filters, repair_actions, run_story
 from scheduler.redaction import redact
 
 
@@ -35,9 +35,12 @@ def pretty_json(value) -> str:
 
 
 @admin.register(models.Run)
-class RunAdmin(ReadOnlyAdmin):
-    list_display = ("run_id", "status", "org_id", "play_name", "release_id", "created_at", "finished_at")
-    list_filter = ("status", filters.StuckFilter, filters.ErrorCodeFilter, "play_name")
+class RunAdmin(columns.RunColumns, ReadOnlyAdmin):
+    list_display = ("run_id", "status", "play_name", "org_id", "release_id", "attempt_of_max", "error", "heartbeat_age",
+                    "created", "finished")
+    list_filter = ("status", filters.StuckFilter, filters.ErrorCodeFilter, filters.OrgFilter, filters.ReleaseFilter,
+                   filters.ProviderFilter, "play_name")
+    date_hierarchy = "created_at"
     ordering = ("-created_at",)
     search_fields = ("run_id", "org_id", "play_name")
     exclude = ("launch_json", "input_json")
@@ -47,6 +50,12 @@ class RunAdmin(ReadOnlyAdmin):
 
     def has_cancel_permission(self, request):
         return request.user.has_perm("scheduler.cancel_run")
+
+    def get_queryset(self, request):
+        from django.db.models import Max
+
+        return super().get_queryset(request).annotate(last_attempt=Max("attempts__attempt"),
+                                                      last_heartbeat=Max("attempts__heartbeat_at"))
 
     @admin.display(description="attempts")
     def story_attempts(self, obj):
@@ -105,8 +114,9 @@ class AttemptAdmin(ReadOnlyAdmin):
 
 
 @admin.register(models.OutboxFact)
-class OutboxAdmin(ReadOnlyAdmin):
-    list_display = ("event_id", "run_id", "event_type", "lane", "created_at", "delivered_at", "failed_at", "attempt_count")
+class OutboxAdmin(columns.OutboxColumns, ReadOnlyAdmin):
+    list_display = ("event_id", "run", "event_type", "lane", "delivery", "attempt_count", "error", "next_attempt",
+                    "created_at", "delivered_at")
     actions = [repair_actions.requeue_failed_heads]
 
     def has_requeue_permission(self, request):
@@ -141,8 +151,9 @@ class ReceiptAdmin(ReadOnlyAdmin):
 
 
 @admin.register(models.CleanupJobRow)
-class CleanupJobAdmin(ReadOnlyAdmin):
-    list_display = ("provider", "sandbox_id", "run_id", "attempt", "routing_domain", "status", "attempt_count", "available_at")
+class CleanupJobAdmin(columns.CleanupColumns, ReadOnlyAdmin):
+    list_display = ("provider", "sandbox_id", "run", "attempt", "routing_domain", "status", "why", "job_age",
+                    "attempt_count", "available_at")
     actions = [repair_actions.unblock_cleanup_jobs]
 
     def has_unblock_permission(self, request):
