@@ -79,3 +79,24 @@ def test_admin_action__needs_its_permission__then_runs_the_repair_with_an_audit_
     response = client.post("/admin/scheduler/run/", {"action": "cancel_runs", "index": 0, "_selected_action": [run_id]}, follow=True)
     assert [str(message) for message in response.context["messages"]] == [f"cancel_run {run_id}: cancelled"]
     assert audit() == [("admin:operator", "cancel_run", run_id, True, "cancelled")]
+
+
+def test_declare_runner_lost__through_the_sweeps_fences():
+    parked = factories.parked_run(max_attempts=1)
+    moved = factories.parked_run(max_attempts=1)
+    declared = repairs.declare_runner_lost(parked.run_id, "ops", "host died")
+    assert declared.changed and one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "failed"
+    assert repairs.declare_runner_lost(parked.run_id, "ops").changed is False  # settled: nothing to declare
+    from scheduler.runs import lifecycle
+
+    lifecycle.cancel_run(moved.run_id)  # a queued cancel is a fence the verdict respects
+    refused = repairs.declare_runner_lost(moved.run_id, "ops")
+    assert (refused.changed, one("SELECT status FROM runs WHERE run_id = %s", [moved.run_id])) == (False, "waiting")
+
+
+def test_release_admission__close_then_refused_opening__audited():
+    closed = repairs.set_release_admission("rel-r", False, 5, None, "ops")
+    assert (closed.changed, closed.outcome) == (True, "closed at epoch 5")
+    refused = repairs.set_release_admission("rel-r", True, 4, None, "ops")
+    assert refused.changed is False and "opening refused" in refused.outcome
+    assert [row[1] for row in audit()] == ["close_release", "open_release"]

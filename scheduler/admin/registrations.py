@@ -46,10 +46,13 @@ class RunAdmin(columns.RunColumns, ReadOnlyAdmin):
     exclude = ("launch_json", "input_json")
     extra_readonly = ("story_attempts", "story_facts", "story_cleanup", "story_billing", "story_ledger",
                       "launch_redacted", "input_redacted", "late_results", "operator_actions")
-    actions = [repair_actions.cancel_runs]
+    actions = [repair_actions.cancel_runs, repair_actions.declare_runners_lost]
 
     def has_cancel_permission(self, request):
         return request.user.has_perm("scheduler.cancel_run")
+
+    def has_declare_lost_permission(self, request):
+        return request.user.has_perm("scheduler.declare_runner_lost")
 
     def get_queryset(self, request):
         from django.db.models import Max
@@ -140,6 +143,10 @@ class ControlAdmin(ReadOnlyAdmin):
 @admin.register(models.ReleaseAdmission)
 class ReleaseAdmissionAdmin(ReadOnlyAdmin):
     list_display = ("release_id", "accepting", "admission_epoch", "updated_at")
+    actions = [repair_actions.close_releases, repair_actions.open_releases]
+
+    def has_admission_permission(self, request):
+        return request.user.has_perm("scheduler.set_release_admission")
     search_fields = ("release_id",)
 
 

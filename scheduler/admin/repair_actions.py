@@ -31,3 +31,23 @@ def unblock_cleanup_jobs(modeladmin, request, queryset):
     _report(modeladmin, request, [repairs.unblock_cleanup(job.provider, job.sandbox_id, job.routing_domain,
                                                           _actor(request), "admin action")
                                   for job in queryset])
+
+
+@admin.action(description="Declare the selected runs' runners lost", permissions=["declare_lost"])
+def declare_runners_lost(modeladmin, request, queryset):
+    _report(modeladmin, request, [repairs.declare_runner_lost(run.run_id, _actor(request), "admin action")
+                                  for run in queryset])
+
+
+@admin.action(description="Close the selected admission keys (at their epoch)", permissions=["admission"])
+def close_releases(modeladmin, request, queryset):
+    _report(modeladmin, request, [repairs.set_release_admission(row.release_id, False, row.admission_epoch, None,
+                                                                _actor(request), "admin action")
+                                  for row in queryset])
+
+
+@admin.action(description="Open the selected admission keys (at their epoch)", permissions=["admission"])
+def open_releases(modeladmin, request, queryset):
+    _report(modeladmin, request, [repairs.set_release_admission(row.release_id, True, row.admission_epoch, None,
+                                                                _actor(request), "admin action")
+                                  for row in queryset])

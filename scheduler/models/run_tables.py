@@ -42,7 +42,8 @@ class Run(models.Model):
 
     class Meta:
         db_table = "runs"
-        permissions = [("cancel_run", "Can cancel runs (operator repair)")]
+        permissions = [("cancel_run", "Can cancel runs (operator repair)"),
+                       ("declare_runner_lost", "Can declare a parked run's runner lost (operator repair)")]
         constraints = [
             models.CheckConstraint(condition=models.Q(status__in=RUN_STATUSES), name="runs_status_check"),
             models.CheckConstraint(
@@ -151,6 +152,7 @@ class ReleaseAdmission(models.Model):
 
     class Meta:
         db_table = "runtime_release_admission"
+        permissions = [("set_release_admission", "Can open or close a release's admission (operator repair)")]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(admission_epoch__gte=0, admission_epoch__lte=2**53 - 1),

@@ -14,9 +14,10 @@ from django.db import transaction
 
 from scheduler import db
 from scheduler.cleanup import obligations
-from scheduler.errors import NotFound
+from scheduler.errors import NotFound, OpeningRefused, SchedulerError
+from scheduler.kinds import FailureCode, ResultStatus, VerdictKind
 from scheduler.outbox import claims
-from scheduler.runs import lifecycle
+from scheduler.runs import admission, lifecycle, liveness
 
 
 @dataclass(frozen=True)
@@ -74,3 +75,38 @@ def unblock_cleanup(provider: str, sandbox_id: str, routing_domain: str | None, 
 
     target = f"{provider}:{sandbox_id}:{routing_domain or ''}"
     return _audited(actor, "unblock_cleanup", target, reason, run)
+
+
+def set_release_admission(release_id: str, accepting: bool, epoch: int, environment: str | None, actor: str,
+                          reason: str | None = None) -> Repair:
+    """ADM-4: close (monotonic, a stale close is a no-op) or open (every key at exactly that epoch, or refused)."""
+    def run():
+        try:
+            state = admission.set_admission(release_id, accepting, epoch, environment)
+        except OpeningRefused as error:
+            return False, f"nothing changed: {error.message}"
+        if state is None or state.accepting != accepting:
+            return False, f"nothing changed: a newer epoch ({state.admission_epoch if state else '?'}) is recorded"
+        return True, f"{'accepting' if accepting else 'closed'} at epoch {state.admission_epoch}"
+
+    target = f"{environment}:{release_id}" if environment else release_id
+    return _audited(actor, "open_release" if accepting else "close_release", target, reason, run)
+
+
+def declare_runner_lost(run_id: str, actor: str, reason: str | None = None) -> Repair:
+    """SWP-4 on an operator's word: the sweep's own fenced verdict (heartbeat identity, lease, no newer attempt,
+    no queued cancel), then settlement. A runner that heartbeats meanwhile wins: nothing changes."""
+    def run():
+        try:
+            row = db.fetch_one("runs_read_parked_attempt", {"run_id": run_id})
+        except SchedulerError as error:
+            return False, f"nothing changed: {error.message}"
+        if row is None:
+            return False, "nothing changed: the run is not waiting on a detached runner"
+        lost = {"status": ResultStatus.FAILED, "verdict": FailureCode.RUNNER_LOST,
+                "error": {"code": FailureCode.RUNNER_LOST, "message": f"declared lost by {actor}"}}
+        if liveness.record_verdict(VerdictKind.RUNNER_LOST, row, lost, None, row["heartbeat_identity"]):
+            return True, "runner declared lost: the attempt is settled (retried while attempts remain)"
+        return False, "nothing changed: a fence moved (a heartbeat, a result, a cancel or a newer attempt)"
+
+    return _audited(actor, "declare_runner_lost", run_id, reason, run)

@@ -22,3 +22,14 @@ WHERE (%(status)s::text IS NULL OR run.status = %(status)s::text)
        OR (run.created_at, run.run_id) < (%(cursor_created_at)s::timestamptz, %(cursor_run_id)s::text))
 ORDER BY run.created_at DESC, run.run_id DESC
 LIMIT %(limit)s::integer;
+
+-- name: runs_read_parked_attempt
+-- The attempt a waiting run is parked on, with its lease and heartbeat identity: what an operator's "runner lost" verdict is fenced on, as the sweep's is (SWP-4).
+SELECT run.run_id, attempt.attempt, attempt.lease_token,
+       to_char(attempt.heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS heartbeat_identity
+FROM __schema__.runs AS run
+JOIN __schema__.attempts AS attempt
+  ON attempt.run_id = run.run_id AND to_jsonb(attempt.attempt) = run.suspension_json -> 'runnerAttempt'
+WHERE run.run_id = %(run_id)s::text
+  AND run.status = 'waiting'
+  AND run.suspension_json ->> 'kind' = 'detached_runner';

@@ -4,6 +4,8 @@ from django.core.management.base import CommandError
 
 from scheduler.errors import SchedulerError
 from scheduler.management.cli import SchedulerCommand, integer
+from scheduler.operations import repairs
+from scheduler.operations.cli_actor import command_actor
 from scheduler.runs import admission
 
 
@@ -15,6 +17,7 @@ class Command(SchedulerCommand):
         parser.add_argument("release_id")
         parser.add_argument("--epoch", type=integer(0, 2**53 - 1), default=None, help="admission epoch (required for open and close)")
         parser.add_argument("--environment", choices=list(admission.ENVIRONMENTS), default=None)
+        parser.add_argument("--reason", default=None, help="why (kept in the operator_actions audit row)")
 
     def handle(self, *args, **options):
         action, release_id, environment = options["action"], options["release_id"], options["environment"]
@@ -24,7 +27,12 @@ class Command(SchedulerCommand):
             else:
                 if options["epoch"] is None:
                     raise CommandError(f"{action} needs --epoch N")
-                state = admission.set_admission(release_id, action == "open", options["epoch"], environment)
+                # Audited like the admin's action; a refused opening changes nothing and says why.
+                repair = repairs.set_release_admission(release_id, action == "open", options["epoch"], environment,
+                                                       command_actor(), options["reason"])
+                if not repair.changed and repair.outcome.startswith("nothing changed: release admission opening"):
+                    raise CommandError(repair.outcome.removeprefix("nothing changed: "))
+                state = admission.read_admission(release_id, environment)
         except SchedulerError as error:
             raise CommandError(error.message) from None
         if state is None:
