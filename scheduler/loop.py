@@ -24,11 +24,14 @@ import random
 import signal
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import close_old_connections, connections
+
+from scheduler import observability
 
 # Errors no retry can fix: the loop ends with a non-zero exit code.
 FATAL = (ImproperlyConfigured,)
@@ -92,16 +95,20 @@ class Loop:
 
     def _guarded_tick(self) -> Tick | None:
         """One tick; None when it failed (logged, connection dropped). A configuration error propagates."""
+        kind = self.name.split(" ")[0]  # "drain <owner>" reports as "drain": one series per kind of worker
+        started = time.monotonic()
         try:
             close_old_connections()
             tick = self._tick()
         except FATAL:
             raise
         except Exception as error:  # noqa: BLE001 - a fault in one tick must not end the worker
+            observability.WORKER_TICK_FAILURES.labels(kind).inc()
             self.faults_in_a_row += 1
             self.logger.warning("%s tick failed (%d in a row): %s", self.name, self.faults_in_a_row, describe(error))
             _drop_connections()
             return None
+        observability.WORKER_TICK_SECONDS.labels(kind).observe(time.monotonic() - started)
         self.faults_in_a_row = 0
         return tick
 

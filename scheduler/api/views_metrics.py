@@ -1,6 +1,12 @@
-"""GET /metrics: scheduler gauges in the Prometheus text format (internal bearer token)."""
+"""GET /metrics (internal bearer token): the database gauges and the processes' histograms, via prometheus-client."""
+
+import os
 
 from django.http import HttpResponse
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import REGISTRY
 
 from scheduler import db
 from scheduler.api.auth import require_internal_token
@@ -19,11 +25,22 @@ HELP = {
 }
 
 
+class DatabaseGauges:
+    """Read at each scrape from one statement, so every web process reports the same figures."""
+
+    def collect(self):
+        for name, value in db.fetch_one("scheduler_metrics").items():
+            yield GaugeMetricFamily(f"scheduler_{name}", HELP[name], value=float(value))
+
+
 @api_view("GET")
 def metrics(request):
     require_internal_token(request)
-    row = db.fetch_one("scheduler_metrics")
-    lines = []
-    for name, value in row.items():
-        lines += [f"# HELP scheduler_{name} {HELP[name]}", f"# TYPE scheduler_{name} gauge", f"scheduler_{name} {float(value)}"]
-    return HttpResponse("\n".join(lines) + "\n", content_type="text/plain; version=0.0.4")
+    registry = CollectorRegistry()
+    registry.register(DatabaseGauges())
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        MultiProcessCollector(registry)
+        text = generate_latest(registry)
+    else:
+        text = generate_latest(registry) + generate_latest(REGISTRY)
+    return HttpResponse(text, content_type=CONTENT_TYPE_LATEST)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from scheduler import observability
 from scheduler.cleanup import obligations
 from scheduler.conf import scheduler_settings
 from scheduler.kinds import CleanupStatus
@@ -48,7 +49,8 @@ def handle(job: obligations.Job, lease_owner: str, result: CleanupTick, readback
         provider = provider_for(job.provider)
         if obligations.read_acceptance(job) is None:
             obligations.record_event(job, "provider_delete_requested", {"routingDomain": job.routing_domain})
-            outcome = provider.delete(ref)
+            with observability.CLEANUP_DELETE_SECONDS.labels(job.provider).time():
+                outcome = provider.delete(ref)
             if outcome is DeleteOutcome.ALREADY_ABSENT:
                 _complete(job, lease_owner, "already_absent", result, provider.seen_domain(ref))
                 return

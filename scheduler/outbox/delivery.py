@@ -28,6 +28,7 @@ import urllib.request
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from scheduler import observability
 from scheduler.conf import scheduler_settings
 from scheduler.kinds import TERMINAL_FACT_TYPES, Lane
 from scheduler.outbox import claims, receiver
@@ -171,6 +172,17 @@ def deliver_http(base: str, prefix: Prefix, facts: list[Fact]) -> None:
         raise DeliveryError(f"run-ledger receiver answered {status}")
 
 
+def _timed_http(base: str, prefix: Prefix, facts: list[Fact]) -> None:
+    """deliver_http, timed and counted per receiver origin."""
+    label = observability.receiver_label(base)
+    try:
+        with observability.DELIVERY_SECONDS.labels(label).time():
+            deliver_http(base, prefix, facts)
+    except Exception:
+        observability.DELIVERY_FAILURES.labels(label).inc()
+        raise
+
+
 @dataclass
 class Outcome:
     prefix: Prefix
@@ -200,14 +212,16 @@ def deliver_all(prefixes: list[Prefix]) -> list[Outcome]:
                 if base is None:
                     builtin.append((outcome, facts))
                 else:
-                    deliver_http(base, prefix, facts)
+                    _timed_http(base, prefix, facts)
                     outcome.acknowledged += len(claims.acknowledge(prefix.lease_owner, [fact.event_id for fact in facts]))
             if released:
                 outcome.released = claims.release(prefix, released)
         except Exception as error:  # noqa: BLE001 - settled by the caller through the failure policy
             outcome.error = error
     if builtin:
-        acked = receiver.store_and_acknowledge(prefixes[0].lease_owner, [(outcome.prefix, facts) for outcome, facts in builtin])
+        with observability.DELIVERY_SECONDS.labels("builtin").time():
+            acked = receiver.store_and_acknowledge(prefixes[0].lease_owner,
+                                                   [(outcome.prefix, facts) for outcome, facts in builtin])
         for outcome, facts in builtin:
             outcome.acknowledged += sum(1 for fact in facts if fact.event_id in acked)
     if search:

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import psycopg
 from django.db import transaction
 
-from scheduler import db
+from scheduler import db, observability
 from scheduler.errors import InvalidInput, LeaseMismatch, NotFound
 from scheduler.kinds import RETRYABLE_CODES, SUSPENSION_FALLBACK_PROVIDER, FailureCode
 
@@ -72,6 +72,7 @@ def settle_attempts(settlements: list[Settlement]) -> list[Settled]:
         return []
     if len({item.run_id for item in settlements}) != len(settlements):
         raise InvalidInput("a settlement batch names each run once")
+    observability.SETTLE_BATCH_SIZE.observe(len(settlements))
     rows = db.fetch_all("attempts_settle", {
         "run_ids": [item.run_id for item in settlements],
         "attempts": [item.attempt for item in settlements],

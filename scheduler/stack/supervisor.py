@@ -97,6 +97,15 @@ def single_instance(directory: Path, name: str = "scheduler_up.lock"):
         handle.close()
 
 
+def fresh_metrics_dir() -> Path:
+    """An empty directory for prometheus-client's multiprocess files (a previous run's would be counted again)."""
+    path = PROJECT_DIR / ".embedded" / "prometheus"
+    path.mkdir(parents=True, exist_ok=True)
+    for stale in path.glob("*.db"):
+        stale.unlink()
+    return path
+
+
 def stop_local_sandboxes(write) -> None:
     """End the runners of local sandboxes still running (their runs are judged runner_lost and retried next time)."""
     from scheduler.conf import scheduler_settings

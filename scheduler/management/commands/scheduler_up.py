@@ -17,6 +17,7 @@ from scheduler.stack.supervisor import (
     Supervisor,
     child_database_url,
     default_children,
+    fresh_metrics_dir,
     local_internal_token,
     single_instance,
     stop_local_sandboxes,
@@ -66,6 +67,7 @@ class Command(SchedulerCommand):
         bind = options["bind"] or scheduler_settings.bind
         env.setdefault("SCHEDULER_PUBLIC_API_URL", f"http://{bind}")
         env["SCHEDULER_BIND"] = bind  # what the local provider checks before it starts plays
+        env["PROMETHEUS_MULTIPROC_DIR"] = str(fresh_metrics_dir())  # /metrics aggregates every child's histograms
         self._say(f"scheduler up: http://{bind}/healthz and http://{bind}/admin/ "
                   f"(create an admin user with ./dev manage createsuperuser){token_note}; Ctrl-C stops it")
         supervisor = Supervisor(default_children(bind), env)
