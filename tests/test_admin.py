@@ -97,3 +97,12 @@ def test_run_list__attempt_of_max_error_and_filters(admin_client):
     row = page[page.find(f">{failed.run_id}<"):][:3000]
     assert "1 of 1" in row and "play_failed: it broke" in row
     assert other not in page
+
+
+def test_run_detail__epoch_milliseconds_read_as_dates():
+    from scheduler.admin.columns import with_dates
+
+    assert with_dates({"startedAtMs": 1_767_225_600_000, "runtimeSandboxRef": {"sandboxId": "sb"},
+                       "resources": [{"billingStartedAt": 0, "cpu": 1}]}) == {
+        "startedAtMs": "2026-01-01 00:00:00.000 UTC", "runtimeSandboxRef": {"sandboxId": "sb"},
+        "resources": [{"billingStartedAt": "1970-01-01 00:00:00.000 UTC", "cpu": 1}]}

@@ -82,3 +82,25 @@ class CleanupColumns(RunLinkColumn):
     @admin.display(description="age", ordering="created_at")
     def job_age(self, obj):
         return age(obj.created_at)
+
+
+def with_dates(value):
+    """A copy of JSON `value` whose epoch-millisecond fields (`...AtMs`, `billingStartedAt`, ...) read as UTC dates."""
+    if isinstance(value, dict):
+        return {key: (_ms_to_date(item) if isinstance(key, str) and _is_epoch_ms_key(key) else with_dates(item))
+                for key, item in value.items()}
+    if isinstance(value, list):
+        return [with_dates(item) for item in value]
+    return value
+
+
+def _is_epoch_ms_key(key: str) -> bool:
+    return key.endswith("AtMs") or key in ("billingStartedAt", "billingEndedAt")
+
+
+def _ms_to_date(value):
+    import datetime as dt
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    return f"{dt.datetime.fromtimestamp(value / 1000, dt.UTC):%Y-%m-%d %H:%M:%S.%f}"[:-3] + " UTC"

@@ -43,9 +43,12 @@ class RunAdmin(columns.RunColumns, ReadOnlyAdmin):
     date_hierarchy = "created_at"
     ordering = ("-created_at",)
     search_fields = ("run_id", "org_id", "play_name")
-    exclude = ("launch_json", "input_json")
+    JSON_COLUMNS = ("launch_json", "input_json", "suspension_json", "terminal_result_json", "runtime_resources_json",
+                    "runtime_timing_json")
+    exclude = JSON_COLUMNS
     extra_readonly = ("story_attempts", "story_facts", "story_cleanup", "story_billing", "story_ledger",
-                      "launch_redacted", "input_redacted", "late_results", "operator_actions")
+                      "launch_redacted", "input_redacted", "suspension", "terminal_result", "runtime_resources",
+                      "late_results", "operator_actions")
     actions = [repair_actions.cancel_runs, repair_actions.declare_runners_lost]
 
     def has_cancel_permission(self, request):
@@ -87,8 +90,15 @@ class RunAdmin(columns.RunColumns, ReadOnlyAdmin):
         return pretty_json(audit) if audit else "-"
 
     def get_readonly_fields(self, request, obj=None):
-        hidden = {"launch_json", "input_json"}
-        return [f for f in super().get_readonly_fields(request, obj) if f not in hidden]
+        return [f for f in super().get_readonly_fields(request, obj) if f not in self.JSON_COLUMNS]
+
+    STORY = ("story_attempts", "story_facts", "story_cleanup", "story_billing", "story_ledger", "late_results",
+             "operator_actions")
+
+    def get_fieldsets(self, request, obj=None):
+        """The story first, in order; the row's columns after it."""
+        rest = [name for name in self.get_readonly_fields(request, obj) if name not in self.STORY]
+        return [("What happened", {"fields": self.STORY}), ("The run's row", {"fields": rest})]
 
     @admin.display(description="release")
     def release_id(self, obj):
@@ -101,6 +111,18 @@ class RunAdmin(columns.RunColumns, ReadOnlyAdmin):
     @admin.display(description="input (secrets redacted)")
     def input_redacted(self, obj):
         return pretty_json(redact(obj.input_json))
+
+    @admin.display(description="suspension (times as dates)")
+    def suspension(self, obj):
+        return pretty_json(columns.with_dates(redact(obj.suspension_json)))
+
+    @admin.display(description="terminal result")
+    def terminal_result(self, obj):
+        return pretty_json(redact(obj.terminal_result_json))
+
+    @admin.display(description="runtime resources (billing times as dates)")
+    def runtime_resources(self, obj):
+        return pretty_json(columns.with_dates(obj.runtime_resources_json))
 
     @admin.display(description="finished after being declared lost")
     def late_results(self, obj):

@@ -33,7 +33,7 @@ def browser(settings):
                  "--window-size=1400,1000"):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.implicitly_wait(5)
+    driver.implicitly_wait(15)  # a loaded 2-core CI machine renders slowly; the wait only bounds a hang
     yield driver
     driver.quit()
 
@@ -71,3 +71,28 @@ def test_an_operator_without_the_permission__sees_no_action(browser, live_server
     _log_in(browser, live_server, "viewer")
     browser.get(f"{live_server.url}/admin/scheduler/run/")
     assert browser.find_elements(By.NAME, "action") == []
+
+
+def test_a_runs_page_tells_its_story__a_fenced_out_repair_says_nothing_changed(browser, live_server):
+    User.objects.create_superuser("ops", "ops@example.com", "pw")
+    parked = factories.parked_run(max_attempts=1)
+    factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.failed_result("play_failed", "it broke"))
+    head = one("SELECT event_id FROM outbox WHERE run_id = %s ORDER BY created_at LIMIT 1", [parked.run_id])
+    query("UPDATE outbox SET failed_at = now(), last_error = 'receiver answered 500' WHERE event_id = %s", [head])
+    _log_in(browser, live_server, "ops")
+    browser.get(f"{live_server.url}/admin/scheduler/run/?status__exact=failed")
+    browser.find_element(By.LINK_TEXT, parked.run_id).click()
+    story = browser.find_element(By.CSS_SELECTOR, ".field-story_facts").text
+    assert "run.failed" in story and "failed head" in story
+    assert "play_failed" in browser.find_element(By.CSS_SELECTOR, ".field-story_attempts").text
+    if os.environ.get("SCHEDULER_SCREENSHOTS"):
+        browser.save_screenshot(str(Path(__file__).resolve().parents[2] / "docs" / "run-page.png"))
+    for expected in ("requeued", "nothing changed"):  # the second time its fence refuses: the head is no longer failed
+        browser.get(f"{live_server.url}/admin/scheduler/outboxfact/?q={head}")
+        browser.find_element(By.CSS_SELECTOR, "input.action-select").click()
+        Select(browser.find_element(By.NAME, "action")).select_by_value("requeue_failed_heads")
+        browser.find_element(By.CSS_SELECTOR, "button[name=index]").click()
+        assert expected in browser.find_element(By.CSS_SELECTOR, "ul.messagelist").text
+    browser.get(f"{live_server.url}/admin/scheduler/operatoraction/")
+    audit = browser.find_element(By.ID, "result_list").text
+    assert audit.count("requeue_outbox_head") == 2
