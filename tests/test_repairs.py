@@ -100,3 +100,11 @@ def test_release_admission__close_then_refused_opening__audited():
     refused = repairs.set_release_admission("rel-r", True, 4, None, "ops")
     assert refused.changed is False and "opening refused" in refused.outcome
     assert [row[1] for row in audit()] == ["close_release", "open_release"]
+
+
+def test_redrive_cleanup__a_waiting_pending_job_becomes_due__a_due_one_is_left_alone():
+    v2("sb-w", provider="local", run_id="run-w")
+    query("UPDATE sandbox_cleanup_jobs_v2 SET available_at = now() + interval '1 hour' WHERE sandbox_id = 'sb-w'")
+    assert repairs.redrive_cleanup("local", "sb-w", None, "ops").changed is True
+    assert one("SELECT available_at <= now() FROM sandbox_cleanup_jobs_v2 WHERE sandbox_id = 'sb-w'") is True
+    assert repairs.redrive_cleanup("local", "sb-w", None, "ops").changed is False  # already due

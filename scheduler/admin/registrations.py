@@ -34,6 +34,13 @@ def pretty_json(value) -> str:
     return format_html("<pre>{}</pre>", json.dumps(value, indent=2, sort_keys=True, default=str))
 
 
+def audit_rows(target: str):
+    """The operator actions taken on `target`, oldest first."""
+    rows = models.OperatorAction.objects.filter(target=target).order_by("created_at")
+    audit = [{"at": row.created_at, "by": row.actor, "action": row.action, "outcome": row.outcome} for row in rows]
+    return pretty_json(audit) if audit else "-"
+
+
 @admin.register(models.Run)
 class RunAdmin(columns.RunColumns, ReadOnlyAdmin):
     list_display = ("run_id", "status", "play_name", "org_id", "release_id", "attempt_of_max", "error", "heartbeat_age",
@@ -85,9 +92,7 @@ class RunAdmin(columns.RunColumns, ReadOnlyAdmin):
 
     @admin.display(description="operator actions")
     def operator_actions(self, obj):
-        rows = models.OperatorAction.objects.filter(target=obj.run_id).order_by("created_at")
-        audit = [{"at": row.created_at, "by": row.actor, "action": row.action, "outcome": row.outcome} for row in rows]
-        return pretty_json(audit) if audit else "-"
+        return audit_rows(obj.run_id)
 
     def get_readonly_fields(self, request, obj=None):
         return [f for f in super().get_readonly_fields(request, obj) if f not in self.JSON_COLUMNS]
@@ -143,6 +148,11 @@ class OutboxAdmin(columns.OutboxColumns, ReadOnlyAdmin):
     list_display = ("event_id", "run", "event_type", "lane", "delivery", "attempt_count", "error", "next_attempt",
                     "created_at", "delivered_at")
     actions = [repair_actions.requeue_failed_heads]
+    extra_readonly = ("operator_actions",)
+
+    @admin.display(description="operator actions")
+    def operator_actions(self, obj):
+        return audit_rows(obj.event_id)
 
     def has_requeue_permission(self, request):
         return request.user.has_perm("scheduler.requeue_outbox_head")
@@ -183,7 +193,12 @@ class ReceiptAdmin(ReadOnlyAdmin):
 class CleanupJobAdmin(columns.CleanupColumns, ReadOnlyAdmin):
     list_display = ("provider", "sandbox_id", "run", "attempt", "routing_domain", "status", "why", "job_age",
                     "attempt_count", "available_at")
-    actions = [repair_actions.unblock_cleanup_jobs]
+    actions = [repair_actions.unblock_cleanup_jobs, repair_actions.redrive_cleanup_jobs]
+    extra_readonly = ("operator_actions",)
+
+    @admin.display(description="operator actions")
+    def operator_actions(self, obj):
+        return audit_rows(f"{obj.provider}:{obj.sandbox_id}:{obj.routing_domain or ''}")
 
     def has_unblock_permission(self, request):
         return request.user.has_perm("scheduler.unblock_cleanup")

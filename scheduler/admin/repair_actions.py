@@ -51,3 +51,10 @@ def open_releases(modeladmin, request, queryset):
     _report(modeladmin, request, [repairs.set_release_admission(row.release_id, True, row.admission_epoch, None,
                                                                 _actor(request), "admin action")
                                   for row in queryset])
+
+
+@admin.action(description="Re-drive the selected pending cleanup jobs now", permissions=["unblock"])
+def redrive_cleanup_jobs(modeladmin, request, queryset):
+    _report(modeladmin, request, [repairs.redrive_cleanup(job.provider, job.sandbox_id, job.routing_domain,
+                                                          _actor(request), "admin action")
+                                  for job in queryset])

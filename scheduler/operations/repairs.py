@@ -110,3 +110,16 @@ def declare_runner_lost(run_id: str, actor: str, reason: str | None = None) -> R
         return False, "nothing changed: a fence moved (a heartbeat, a result, a cancel or a newer attempt)"
 
     return _audited(actor, "declare_runner_lost", run_id, reason, run)
+
+
+def redrive_cleanup(provider: str, sandbox_id: str, routing_domain: str | None, actor: str,
+                    reason: str | None = None) -> Repair:
+    """CLN-4: a pending job that waits (backoff or read-back) becomes due now; a leased one is left to its worker."""
+    def run():
+        if db.fetch_all("sandbox_cleanup_redrive", {"provider": provider, "sandbox_id": sandbox_id,
+                                                    "routing_domain": routing_domain}):
+            return True, "due now: the next cleanup pass takes it"
+        return False, "nothing changed: no waiting, unleased pending cleanup job with that identity"
+
+    target = f"{provider}:{sandbox_id}:{routing_domain or ''}"
+    return _audited(actor, "redrive_cleanup", target, reason, run)

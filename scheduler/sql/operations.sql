@@ -33,3 +33,13 @@ JOIN __schema__.attempts AS attempt
 WHERE run.run_id = %(run_id)s::text
   AND run.status = 'waiting'
   AND run.suspension_json ->> 'kind' = 'detached_runner';
+
+-- name: sandbox_cleanup_redrive
+-- Operator repair (CLN-4): a pending cleanup job that is backing off or waiting to read back becomes due now; a job another worker holds keeps its lease.
+UPDATE __schema__.sandbox_cleanup_jobs_v2 AS job
+SET available_at = now(), updated_at = now()
+WHERE job.provider = %(provider)s::text AND job.sandbox_id = %(sandbox_id)s::text
+  AND job.routing_domain_key = coalesce(%(routing_domain)s::text, '') AND job.status = 'pending'
+  AND job.available_at > now()
+  AND (job.lease_owner IS NULL OR job.lease_expires_at <= now())
+RETURNING job.sandbox_id;
