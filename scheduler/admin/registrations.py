@@ -202,6 +202,9 @@ class CleanupJobAdmin(columns.CleanupColumns, ReadOnlyAdmin):
 
     def has_unblock_permission(self, request):
         return request.user.has_perm("scheduler.unblock_cleanup")
+
+    def has_redrive_permission(self, request):
+        return request.user.has_perm("scheduler.redrive_cleanup")
     list_filter = ("status", "provider")
     search_fields = ("sandbox_id", "run_id")
 

@@ -53,7 +53,7 @@ def open_releases(modeladmin, request, queryset):
                                   for row in queryset])
 
 
-@admin.action(description="Re-drive the selected pending cleanup jobs now", permissions=["unblock"])
+@admin.action(description="Re-drive the selected pending cleanup jobs now", permissions=["redrive"])
 def redrive_cleanup_jobs(modeladmin, request, queryset):
     _report(modeladmin, request, [repairs.redrive_cleanup(job.provider, job.sandbox_id, job.routing_domain,
                                                           _actor(request), "admin action")

@@ -70,7 +70,8 @@ class CleanupJobRow(models.Model):
     updated_at = models.DateTimeField()
 
     class Meta:
-        permissions = [("unblock_cleanup", "Can unblock a cleanup job (operator repair)")]
+        permissions = [("unblock_cleanup", "Can unblock a cleanup job (operator repair)"),
+                       ("redrive_cleanup", "Can re-drive a waiting cleanup job now (operator repair)")]
         managed = False
         db_table = "sandbox_cleanup_jobs_v2_admin"
         verbose_name = "cleanup job (v2)"

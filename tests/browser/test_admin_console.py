@@ -43,6 +43,7 @@ def _log_in(browser, live_server, username):
     browser.find_element(By.NAME, "username").send_keys(username)
     browser.find_element(By.NAME, "password").send_keys("pw")
     browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+    browser.find_element(By.ID, "user-tools")  # logged in (waits): navigating on at once could beat the session cookie
 
 
 def test_dashboard_styled__a_figure_leads_to_its_list__an_action_runs_and_is_audited(browser, live_server):
@@ -96,3 +97,44 @@ def test_a_runs_page_tells_its_story__a_fenced_out_repair_says_nothing_changed(b
     browser.get(f"{live_server.url}/admin/scheduler/operatoraction/")
     audit = browser.find_element(By.ID, "result_list").text
     assert audit.count("requeue_outbox_head") == 2
+
+
+ACTIONS = {
+    # action -> (admin list, how to make a row it acts on, what the message says)
+    "unblock_cleanup_jobs": ("cleanupjobrow", "INSERT INTO sandbox_cleanup_jobs_v2 (provider, sandbox_id, run_id, attempt, "
+                             "environment, status) VALUES ('local', 'sb-ui', 'run-ui', 1, 'production', 'blocked')",
+                             "unblocked"),
+    "redrive_cleanup_jobs": ("cleanupjobrow", "INSERT INTO sandbox_cleanup_jobs_v2 (provider, sandbox_id, run_id, attempt, "
+                             "environment, available_at) VALUES ('local', 'sb-ui', 'run-ui', 1, 'production', "
+                             "now() + interval '1 hour')", "due now"),
+    "close_releases": ("releaseadmission", "INSERT INTO runtime_release_admission (release_id, accepting, admission_epoch) "
+                       "VALUES ('rel-ui', true, 3)", "closed at epoch 3"),
+    "open_releases": ("releaseadmission", "INSERT INTO runtime_release_admission (release_id, accepting, admission_epoch) "
+                      "VALUES ('rel-ui', false, 3)", "accepting at epoch 3"),
+}
+
+
+@pytest.mark.parametrize("action", sorted(ACTIONS))
+def test_each_repair_runs_from_its_list(browser, live_server, action):
+    User.objects.create_superuser("ops", "ops@example.com", "pw")
+    page, seed, expected = ACTIONS[action]
+    query(seed)
+    _log_in(browser, live_server, "ops")
+    browser.get(f"{live_server.url}/admin/scheduler/{page}/")
+    browser.find_element(By.CSS_SELECTOR, "input.action-select").click()
+    Select(browser.find_element(By.NAME, "action")).select_by_value(action)
+    browser.find_element(By.CSS_SELECTOR, "button[name=index]").click()
+    assert expected in browser.find_element(By.CSS_SELECTOR, "ul.messagelist").text
+    assert one("SELECT count(*) FROM operator_actions WHERE changed") == 1
+
+
+def test_declaring_a_stuck_runner_lost_from_the_run_list(browser, live_server):
+    User.objects.create_superuser("ops", "ops@example.com", "pw")
+    stuck = factories.parked_run(max_attempts=1)
+    _log_in(browser, live_server, "ops")
+    browser.get(f"{live_server.url}/admin/scheduler/run/?status__exact=waiting")
+    browser.find_element(By.CSS_SELECTOR, "input.action-select").click()
+    Select(browser.find_element(By.NAME, "action")).select_by_value("declare_runners_lost")
+    browser.find_element(By.CSS_SELECTOR, "button[name=index]").click()
+    assert "runner declared lost" in browser.find_element(By.CSS_SELECTOR, "ul.messagelist").text
+    assert one("SELECT status FROM runs WHERE run_id = %s", [stuck.run_id]) == "failed"
