@@ -167,9 +167,9 @@ def runner_identity(body: dict) -> tuple[str, int, str]:
     return run_id, attempt, lease_token
 
 
-def runner_terminal(body: dict) -> Settlement:
-    """TRM-1..4: the body of POST /internal/runner/terminal, as the settlement it asks for."""
-    run_id, attempt, lease_token = runner_identity(body)
+def runner_terminal(body: dict, identity: tuple[str, int, str]) -> Settlement:
+    """TRM-1..4: the body of POST /internal/runner/terminal (its identity already read), as the settlement it asks for."""
+    run_id, attempt, lease_token = identity
     return Settlement(run_id, attempt, lease_token, terminal_result(validation.field(body, "result")),
                       progress_events(body.get("terminalProgressEvents")), body.get("logPayload"), from_runner=True)
 

@@ -8,19 +8,21 @@ from scheduler.api.http import api_view, json_body
 from scheduler.runs import lifecycle, settlement, settler
 
 
-def _authorized_body(request) -> dict:
+def _authorized(request) -> tuple[dict, tuple[str, int, str]]:
+    """The body and its (run, attempt, lease), once the runner token is checked against exactly those."""
     body = json_body(request)
-    require_runner(request, *parsing.runner_identity(body))
-    return body
+    identity = parsing.runner_identity(body)
+    require_runner(request, *identity)
+    return body, identity
 
 
 @api_view("POST")
 def heartbeat(request):
-    run_id, attempt, lease_token = parsing.runner_identity(_authorized_body(request))
+    _, (run_id, attempt, lease_token) = _authorized(request)
     return JsonResponse(responses.heartbeat(lifecycle.heartbeat(run_id, attempt, lease_token)))
 
 
 @api_view("POST")
 def runner_terminal(request):
-    item = parsing.runner_terminal(_authorized_body(request))
+    item = parsing.runner_terminal(*_authorized(request))
     return JsonResponse(responses.terminal(settlement.ingest_runner_terminal(item, settle=settler.settle)))
