@@ -14,7 +14,7 @@ from tests.cleanup.factories import v2
 from tests.factories import query
 
 pytestmark = pytest.mark.django_db
-DASHBOARD_STATEMENTS = ("dashboard_runs", "dashboard_failures", "dashboard_backlogs")
+DASHBOARD_STATEMENTS = ("dashboard_runs", "dashboard_failures", "dashboard_backlogs", "runs_list_stuck")
 
 
 def _seed():
@@ -77,10 +77,19 @@ def long_history():
 @pytest.mark.parametrize("name", DASHBOARD_STATEMENTS)
 def test_dashboard_statements__never_scan_the_history(long_history, name):
     sql, names = db._compiled(name, "runtime_scheduler")
-    params = {"default_timeout_ms": 60_000}
+    params = {"default_timeout_ms": 60_000, "kind": "runner", "limit": 1000}
     with psycopg.RawCursor(connection.connection) as cursor:
         cursor.execute("EXPLAIN " + sql, [params[key] for key in names])
         plan = "\n".join(row[0] for row in cursor.fetchall())
     scans = [line.strip() for line in plan.splitlines()
              if any(f"Seq Scan on {table} " in line for table in ("runs", "outbox", "sandbox_cleanup_jobs_v2"))]
     assert scans == [], plan
+
+
+def test_a_malformed_suspension__reads_as_its_default_timeout__never_breaks_the_dashboard():
+    """An older writer's heartbeatTimeoutMs "soon" must not turn every dashboard view into an error."""
+    parked = factories.parked_run()
+    query("UPDATE runs SET suspension_json = jsonb_set(suspension_json, '{heartbeatTimeoutMs}', '\"soon\"') "
+          "WHERE run_id = %s", [parked.run_id])
+    query("UPDATE attempts SET heartbeat_at = now() - interval '1 day' WHERE run_id = %s", [parked.run_id])
+    assert _by_label(dashboard.figures()["Runs"])["stuck runners (heartbeat past its timeout)"].value == 1

@@ -1,9 +1,12 @@
 """List filters the dashboard's figures link to: stuck runs, failures by error code, outbox delivery state."""
 
 from django.contrib import admin
-from django.db.models.expressions import RawSQL
 
+from scheduler import db
 from scheduler.conf import scheduler_settings
+
+# The stuck list shows at most this many runs (the dashboard's figure counts them all).
+STUCK_LIMIT = 1000
 
 
 class StuckFilter(admin.SimpleListFilter):
@@ -16,20 +19,11 @@ class StuckFilter(admin.SimpleListFilter):
         return [("runner", "runner past its heartbeat timeout"), ("claim", "claim past its lease")]
 
     def queryset(self, request, queryset):
-        if self.value() == "runner":
-            return queryset.filter(run_id__in=RawSQL("""
-                SELECT run.run_id FROM runs AS run
-                JOIN attempts AS attempt
-                  ON attempt.run_id = run.run_id AND to_jsonb(attempt.attempt) = run.suspension_json -> 'runnerAttempt'
-                WHERE run.status = 'waiting' AND attempt.status = 'waiting' AND attempt.runner_result_json IS NULL
-                  AND coalesce(attempt.heartbeat_at,
-                               to_timestamp((run.suspension_json ->> 'startedAtMs')::double precision / 1000))
-                      + coalesce((run.suspension_json ->> 'heartbeatTimeoutMs')::double precision, %s::double precision)
-                        * interval '1 millisecond' < now()""", [scheduler_settings.heartbeat_timeout_ms]))
-        if self.value() == "claim":
-            return queryset.filter(run_id__in=RawSQL(
-                "SELECT run_id FROM attempts WHERE status IN ('claimed', 'running') AND lease_expires_at < now()", []))
-        return queryset
+        if self.value() not in ("runner", "claim"):
+            return queryset
+        stuck = db.fetch_all("runs_list_stuck", {"kind": self.value(), "limit": STUCK_LIMIT,
+                                                 "default_timeout_ms": scheduler_settings.heartbeat_timeout_ms})
+        return queryset.filter(run_id__in=[row["run_id"] for row in stuck])
 
 
 class ErrorCodeFilter(admin.SimpleListFilter):

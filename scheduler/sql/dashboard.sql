@@ -8,9 +8,7 @@ SELECT (SELECT count(*) FROM __schema__.runs WHERE status = 'queued') AS queued,
         JOIN __schema__.attempts AS attempt
           ON attempt.run_id = run.run_id AND to_jsonb(attempt.attempt) = run.suspension_json -> 'runnerAttempt'
         WHERE run.status = 'waiting' AND attempt.status = 'waiting' AND attempt.runner_result_json IS NULL
-          AND coalesce(attempt.heartbeat_at, to_timestamp((run.suspension_json ->> 'startedAtMs')::double precision / 1000))
-              + coalesce((run.suspension_json ->> 'heartbeatTimeoutMs')::double precision, %(default_timeout_ms)s::double precision)
-                * interval '1 millisecond' < now()) AS stuck_runners,
+          AND {{runner_deadline(run.suspension_json, attempt.heartbeat_at)}} < now()) AS stuck_runners,
        (SELECT count(*) FROM __schema__.attempts
         WHERE status IN ('claimed', 'running') AND lease_expires_at < now()) AS stuck_claims;
 
@@ -37,3 +35,20 @@ SELECT (SELECT count(*) FROM __schema__.outbox WHERE delivered_at IS NULL) AS un
        (SELECT min(created_at) FROM __schema__.sandbox_cleanup_jobs_v2 WHERE status = 'pending') AS cleanup_oldest_pending,
        (SELECT count(*) FROM __schema__.sandbox_cleanup_jobs_v2 WHERE status = 'blocked') AS cleanup_blocked,
        (SELECT count(*) FROM __schema__.compute_billing_jobs_v2 WHERE status = 'pending') AS billing_pending;
+
+-- name: runs_list_stuck
+-- The runs behind the dashboard's stuck figures, newest first: a parked runner past its heartbeat timeout (`runner`), or a claim whose lease expired before it parked (`claim`).
+-- plan: custom
+SELECT run.run_id
+FROM __schema__.runs AS run
+JOIN __schema__.attempts AS attempt
+  ON attempt.run_id = run.run_id AND to_jsonb(attempt.attempt) = run.suspension_json -> 'runnerAttempt'
+WHERE %(kind)s::text = 'runner'
+  AND run.status = 'waiting' AND attempt.status = 'waiting' AND attempt.runner_result_json IS NULL
+  AND {{runner_deadline(run.suspension_json, attempt.heartbeat_at)}} < now()
+UNION
+SELECT attempt.run_id
+FROM __schema__.attempts AS attempt
+WHERE %(kind)s::text = 'claim'
+  AND attempt.status IN ('claimed', 'running') AND attempt.lease_expires_at < now()
+LIMIT %(limit)s::integer;

@@ -62,3 +62,14 @@ FROM jsonb_to_recordset({events})
      AS event(event_id text, run_id text, event_type text, occurred_at timestamptz, payload jsonb)
 ON CONFLICT (event_id) DO NOTHING
 RETURNING event_id
+
+-- fragment: runner_deadline(suspension, heartbeat_at)
+-- SWP-1: when a parked runner is overdue: its last heartbeat (else its start) plus its timeout (the suspension's when
+-- a number >= 0, else the caller's %(default_timeout_ms)s). Malformed values read as absent, never as an error.
+(coalesce({heartbeat_at},
+          CASE WHEN jsonb_typeof({suspension} -> 'startedAtMs') = 'number'
+               THEN to_timestamp(({suspension} ->> 'startedAtMs')::double precision / 1000) END)
+ + (CASE WHEN jsonb_typeof({suspension} -> 'heartbeatTimeoutMs') = 'number'
+              AND ({suspension} ->> 'heartbeatTimeoutMs')::double precision >= 0
+         THEN ({suspension} ->> 'heartbeatTimeoutMs')::double precision
+         ELSE %(default_timeout_ms)s::double precision END) * interval '1 millisecond')

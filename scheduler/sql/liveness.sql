@@ -37,16 +37,7 @@ WITH detached AS MATERIALIZED (
           SELECT 1 FROM __schema__.control AS cancel
           WHERE cancel.key = {{cancel_key(detached.run_id)}}
       )
-      AND coalesce(
-              heartbeat_at,
-              CASE WHEN jsonb_typeof(suspension_json -> 'startedAtMs') = 'number'
-                   THEN to_timestamp((suspension_json ->> 'startedAtMs')::double precision / 1000) END
-          ) + (
-              CASE WHEN jsonb_typeof(suspension_json -> 'heartbeatTimeoutMs') = 'number'
-                        AND (suspension_json ->> 'heartbeatTimeoutMs')::double precision >= 0
-                   THEN (suspension_json ->> 'heartbeatTimeoutMs')::double precision
-                   ELSE %(default_timeout_ms)s::double precision END
-          ) * interval '1 millisecond' <= coalesce(%(now)s::timestamptz, clock_timestamp())
+      AND {{runner_deadline(suspension_json, heartbeat_at)}} <= coalesce(%(now)s::timestamptz, clock_timestamp())
 )
 SELECT 'settle' AS work, provider, release_id, run_id, attempt, lease_token,
        to_char(heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS heartbeat_identity,
