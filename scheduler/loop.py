@@ -70,6 +70,7 @@ class Loop:
         self.wake = wake or threading.Event()
         self.finish = finish
         self.faults_in_a_row = 0
+        self.kind = name.split(" ")[0]  # "drain <owner>" reports as "drain": one metric series per kind of worker
 
     def run(self) -> int:
         """Run in this thread until stopped; signals are handled when this is the main thread."""
@@ -95,7 +96,7 @@ class Loop:
 
     def _guarded_tick(self) -> Tick | None:
         """One tick; None when it failed (logged, connection dropped). A configuration error propagates."""
-        kind = self.name.split(" ")[0]  # "drain <owner>" reports as "drain": one series per kind of worker
+        kind = self.kind
         started = time.monotonic()
         try:
             close_old_connections()

@@ -66,14 +66,16 @@ class DeliveryFilter(admin.SimpleListFilter):
 
 
 class _JsonKeyFilter(admin.SimpleListFilter):
-    """Filter on one key of a JSON column, offering the values the first rows show (bounded)."""
+    """Filter on one key; offers the values of the newest runs (read off the created_at index, never the history)."""
 
     lookup: str = ""
+    SAMPLE = 500
 
     def lookups(self, request, model_admin):
-        seen = (model_admin.get_queryset(request).exclude(**{f"{self.lookup}__isnull": True})
-                .values_list(self.lookup, flat=True).distinct()[:50])
-        return [(value, value) for value in seen if value]
+        newest = model_admin.model.objects.order_by("-created_at").values_list(self.lookup, flat=True)[:self.SAMPLE]
+        values = sorted({value for value in newest if isinstance(value, str) and value})
+        current = self.value()
+        return [(value, value) for value in values + ([current] if current and current not in values else [])]
 
     def queryset(self, request, queryset):
         return queryset.filter(**{self.lookup: self.value()}) if self.value() else queryset

@@ -89,16 +89,22 @@ class LocalProvider(SandboxProvider):
         self.refuse_starts = refuse_starts
         self.run_as = run_as
         self._account: tuple[int, int] | None | bool = False  # looked up (and the user created) at the first start
+        self._runner_python: str | None = None
 
     @property
     def account(self) -> tuple[int, int] | None:
         if self._account is False:
             self._account = sandbox_user.account(self.run_as)
+            if self._account is not None:
+                self.root.mkdir(parents=True, exist_ok=True)
+                sandbox_user.make_traversable(self.root)
         return self._account
 
     @property
     def runner_python(self) -> str:
-        return sandbox_user.python_for(self.account)
+        if self._runner_python is None:  # stats the interpreter's path: once per process, not once per start
+            self._runner_python = sandbox_user.python_for(self.account)
+        return self._runner_python
 
     def workdir(self, sandbox_id: str) -> Path:
         return self.root / sandbox_id
@@ -112,7 +118,6 @@ class LocalProvider(SandboxProvider):
         identity = {}
         if self.account is not None:
             uid, gid = self.account
-            sandbox_user.make_traversable(self.root)
             os.chown(staging, uid, gid)
             staging.chmod(0o700)
             identity = {"user": uid, "group": gid, "extra_groups": []}
