@@ -72,6 +72,18 @@ class SchedulerCommand(BaseCommand):
         return parser
 
 
+class RepairCommand(SchedulerCommand):
+    """An operator repair from a shell: one line; exit 1 when its fence refused it (nothing changed)."""
+
+    def add_arguments(self, parser):
+        parser.add_argument("--reason", default=None, help="why (kept in the operator_actions audit row)")
+
+    def report(self, repair) -> None:
+        if not repair.changed:
+            raise CommandError(repair.line())
+        self.stdout.write(repair.line())
+
+
 class LoopCommand(SchedulerCommand):
     """A worker loop command: --once and --interval, one Loop (scheduler/loop.py)."""
 
