@@ -57,6 +57,22 @@ class ReceiptStatus(enum.StrEnum):
     SKIPPED = "skipped"
 
 
+class ReceiptOutcome(enum.StrEnum):
+    """RCP-1: what a receipt call means for its caller, key by key."""
+
+    CLAIMED = "claimed"      # the caller holds the lease: run the step
+    COMPLETED = "completed"  # done (now or before): use the output, skip the step
+    SKIPPED = "skipped"      # marked skipped: skip the step
+    FAILED = "failed"        # failed (final, or in this attempt): nothing to run
+    QUEUED = "queued"        # released or declared: claimable
+    EXTENDED = "extended"    # the caller's lease was extended
+    HELD = "held"            # another holder's live lease: try later
+    LOST = "lost"            # the caller's lease no longer holds: its write was refused
+
+
+RECEIPT_KEY_RESERVED_PREFIX = "sys:"  # RCP-2: the scheduler's own namespace; immutable through every receipt call
+
+
 class CleanupStatus(enum.StrEnum):
     PENDING = "pending"
     BLOCKED = "blocked"

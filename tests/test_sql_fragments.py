@@ -61,3 +61,10 @@ def test_fragments__arguments_spliced_nested_parentheses_kept():
 def test_fragments__misuse_refused(text, error):
     with pytest.raises(sql.SqlBlockError, match=error):
         sql.expand_fragments(text, {"pair": (("a", "b"), "({a}, {b})")})
+
+
+def test_fragments__a_fragment_may_use_another_but_not_itself():
+    fragments = {"inner": (("x",), "({x} + 1)"), "outer": (("y",), "{{inner({y})}} * 2")}
+    assert sql.expand_fragments("SELECT {{outer(a)}}", fragments) == "SELECT (a + 1) * 2"
+    with pytest.raises(sql.SqlBlockError, match="nest deeper"):
+        sql.expand_fragments("SELECT {{loop()}}", {"loop": ((), "{{loop()}}")})

@@ -15,6 +15,7 @@ from scheduler.models.invariants import refuse
 RUN_STATUSES = values(RunStatus)
 ATTEMPT_STATUSES = values(AttemptStatus)
 RECEIPT_STATUSES = values(ReceiptStatus)
+TERMINAL_STATUS_VALUES = tuple(status.value for status in RunStatus if status in TERMINAL_RUN_STATUSES)
 
 
 class Run(models.Model):
@@ -58,7 +59,7 @@ class Run(models.Model):
                 name="terminal_run_status_frozen",
                 operation=pgtrigger.Update,
                 when=pgtrigger.Before,
-                condition=pgtrigger.Q(old__status__in=tuple(status.value for status in RunStatus if status in TERMINAL_RUN_STATUSES))
+                condition=pgtrigger.Q(old__status__in=TERMINAL_STATUS_VALUES)
                 & pgtrigger.Q(new__status__df=pgtrigger.F("old__status")),
                 func=refuse("'run % is % (terminal) and cannot change status to %', OLD.run_id, OLD.status, NEW.status"),
             ),
@@ -70,6 +71,20 @@ class Run(models.Model):
                 when=pgtrigger.After,
                 condition=pgtrigger.Q(new__status=RunStatus.QUEUED.value),
                 func="PERFORM pg_notify(TG_TABLE_SCHEMA || '_run_queued', ''); RETURN NULL;",
+            ),
+            # RCP-1: a settled run leaves no receipt running; held leases go back to queued. A trigger, not a CTE of
+            # the settling statements: its UPDATE takes a fresh snapshot after the run's row lock is granted, so it
+            # also sees a receipt a concurrent claim (holding the run's share lock) committed meanwhile.
+            pgtrigger.Trigger(
+                name="settled_run_releases_receipts",
+                operation=pgtrigger.Update,
+                when=pgtrigger.After,
+                condition=pgtrigger.Q(new__status__in=TERMINAL_STATUS_VALUES)
+                & pgtrigger.Q(old__status__df=pgtrigger.F("new__status")),
+                # Qualified by the trigger's own schema, so no search_path (a pooler's, a role's) can misdirect it.
+                func=("EXECUTE format('UPDATE %I.receipts SET status = ''queued'', lease_id = NULL, "
+                      "lease_expires_at = NULL, updated_at = now() WHERE run_id = $1 AND status = ''running''', "
+                      "TG_TABLE_SCHEMA) USING NEW.run_id; RETURN NULL;"),
             ),
         ]
 
@@ -176,6 +191,18 @@ class Receipt(models.Model):
 
     class Meta:
         db_table = "receipts"
+        triggers = [
+            # RCP-1, first write wins: a completed receipt keeps its status and its output.
+            pgtrigger.Trigger(
+                name="completed_receipt_frozen",
+                operation=pgtrigger.Update,
+                when=pgtrigger.Before,
+                condition=pgtrigger.Q(old__status=ReceiptStatus.COMPLETED.value)
+                & (pgtrigger.Q(new__status__df=pgtrigger.F("old__status"))
+                   | pgtrigger.Q(new__output_json__df=pgtrigger.F("old__output_json"))),
+                func=refuse("'receipt % of run % is completed and keeps its output', OLD.key, OLD.run_id"),
+            ),
+        ]
         constraints = [
             models.CheckConstraint(condition=models.Q(status__in=RECEIPT_STATUSES), name="receipts_status_check"),
         ]

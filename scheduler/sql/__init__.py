@@ -92,7 +92,11 @@ def _arguments(text: str, start: int) -> tuple[list[str], int]:
     raise SqlBlockError("an unclosed {{fragment(...)}} use")
 
 
-def expand_fragments(text: str, fragments: dict[str, tuple[tuple[str, ...], str]], source: str = "<text>") -> str:
+MAX_FRAGMENT_DEPTH = 4
+
+
+def expand_fragments(text: str, fragments: dict[str, tuple[tuple[str, ...], str]], source: str = "<text>",
+                     _depth: int = 0) -> str:
     """`text` with every {{name(arguments)}} replaced by its fragment."""
     out, position = [], 0
     while use := _USE.search(text, position):
@@ -105,6 +109,10 @@ def expand_fragments(text: str, fragments: dict[str, tuple[tuple[str, ...], str]
             raise SqlBlockError(f"{source}: fragment {name} takes {len(parameters)} argument(s), got {len(arguments)}")
         for parameter, argument in zip(parameters, arguments):
             body = body.replace("{" + parameter + "}", argument)
+        # A fragment may use another (the receipt fence uses the newer-attempt fence); depth bounds a cycle.
+        if _depth >= MAX_FRAGMENT_DEPTH:
+            raise SqlBlockError(f"{source}: fragments nest deeper than {MAX_FRAGMENT_DEPTH} (a cycle?)")
+        body = expand_fragments(body, fragments, source, _depth + 1)
         out += [text[position:use.start()], body]
         position = position_after
     return "".join(out) + text[position:]

@@ -73,3 +73,86 @@ RETURNING event_id
               AND ({suspension} ->> 'heartbeatTimeoutMs')::double precision >= 0
          THEN ({suspension} ->> 'heartbeatTimeoutMs')::double precision
          ELSE %(default_timeout_ms)s::double precision END) * interval '1 millisecond')
+
+-- fragment: receipt_fence()
+-- RCP-1: the CTE every receipt statement starts with: the caller's run is open and its attempt (with its lease) is
+-- the run's current one. The run row is share-locked first, as every writer takes the run lock first: a settlement
+-- or a retry waits for this call to commit, and this call waits for them and then sees the run's new status.
+fence AS MATERIALIZED (
+    SELECT run.run_id
+    FROM __schema__.runs AS run
+    WHERE run.run_id = %(run_id)s::text
+      AND run.status IN ('running', 'waiting')
+      AND EXISTS (
+          SELECT 1 FROM __schema__.attempts AS caller
+          WHERE caller.run_id = run.run_id
+            AND caller.attempt = %(attempt)s::integer
+            AND caller.lease_token = %(lease_token)s::text
+            AND caller.status IN ('claimed', 'running', 'waiting')
+            AND NOT {{newer_attempt_exists(caller.run_id, caller.attempt)}}
+      )
+    FOR SHARE OF run
+)
+
+-- fragment: receipt_claimable(receipt, attempt)
+-- RCP-1: a receipt `attempt` may take: never one a newer attempt holds; a queued one; a running one whose lease
+-- expired or belongs to an older attempt; a failed one an older attempt left, unless it was marked final.
+(
+    (receipt.run_attempt IS NULL OR receipt.run_attempt <= {attempt})
+    AND (
+        receipt.status = 'queued'
+        OR (receipt.status = 'running'
+            AND (receipt.run_attempt IS DISTINCT FROM {attempt}
+                 OR receipt.lease_expires_at IS NULL OR receipt.lease_expires_at <= clock_timestamp()))
+        OR (receipt.status = 'failed'
+            AND receipt.run_attempt IS DISTINCT FROM {attempt}
+            AND receipt.error_json -> 'final' IS DISTINCT FROM 'true'::jsonb)
+    )
+)
+
+-- fragment: receipt_upsert(source, columns, assigned)
+-- RCP-1: write receipts the caller may take (rows from `source`, in key order so batches lock alike); a missing key
+-- is inserted, an existing one updated only when receipt_claimable says so (the row is locked, then re-checked).
+INSERT INTO __schema__.receipts AS receipt
+    (run_id, key, status, lease_id, lease_expires_at, run_attempt, output_json, error_json)
+{source}
+ON CONFLICT (run_id, key) DO UPDATE
+SET {columns} = {assigned}
+WHERE {{receipt_claimable(receipt, EXCLUDED.run_attempt)}}
+RETURNING receipt.key, receipt.status, receipt.lease_id, receipt.lease_expires_at, receipt.run_attempt,
+          receipt.output_json, receipt.error_json
+
+-- fragment: receipt_held(columns, assigned)
+-- RCP-1: change the receipts the caller still holds: running, its lease id, its attempt (a lease another claim took
+-- over, or a completed receipt, is left alone: first write wins).
+UPDATE __schema__.receipts AS receipt
+SET {columns} = {assigned}
+FROM item, fence
+WHERE receipt.run_id = fence.run_id
+  AND receipt.key = item.key
+  AND receipt.status = 'running'
+  AND receipt.lease_id = item.lease_id
+  AND receipt.run_attempt = %(attempt)s::integer
+RETURNING receipt.key, receipt.status, receipt.lease_id, receipt.lease_expires_at, receipt.run_attempt,
+          receipt.output_json, receipt.error_json
+
+-- fragment: receipt_answer(written, with_output)
+-- RCP-1: one row per item in input order: whether the attempt is current, whether this call wrote the key, and the
+-- receipt as it stands (a row another transaction wrote after this statement began reads as missing; the caller
+-- treats it as held). A lease id is returned only when this call wrote it: another holder's lease stays secret.
+SELECT item.position, item.key,
+       EXISTS (SELECT 1 FROM fence) AS current,
+       {written}.key IS NOT NULL AS changed,
+       coalesce({written}.status, existing.status) AS status,
+       {written}.lease_id,
+       CASE WHEN {written}.key IS NOT NULL THEN {written}.lease_expires_at ELSE existing.lease_expires_at END
+           AS lease_expires_at,
+       CASE WHEN {written}.key IS NOT NULL THEN {written}.run_attempt ELSE existing.run_attempt END AS run_attempt,
+       CASE WHEN {with_output} AND coalesce({written}.status, existing.status) = 'completed'
+            THEN CASE WHEN {written}.key IS NOT NULL THEN {written}.output_json ELSE existing.output_json END
+       END AS output,
+       CASE WHEN {written}.key IS NOT NULL THEN {written}.error_json ELSE existing.error_json END AS error
+FROM item
+LEFT JOIN {written} ON {written}.key = item.key
+LEFT JOIN __schema__.receipts AS existing ON existing.run_id = %(run_id)s::text AND existing.key = item.key
+ORDER BY item.position
