@@ -15,6 +15,7 @@ from scheduler import validation
 from scheduler.errors import InvalidInput
 from scheduler.kinds import Environment, Provider, ResultStatus, RunStatus, values
 from scheduler.operations.run_list import MAX_PAGE, RunFilter
+from scheduler.runs import receipts
 from scheduler.runs.lifecycle import LaunchRequest
 from scheduler.runs.settlement import Settlement
 
@@ -193,3 +194,54 @@ def run_list_query(query) -> tuple[RunFilter, str | None, int]:
         raise InvalidInput(f"limit must be an integer between 1 and {MAX_PAGE}", field="limit")
     status = validation.choice(text("status"), "status", values(RunStatus), optional=True)
     return (RunFilter(status, text("org"), text("release"), text("play"), created_after), text("cursor"), int(limit))
+
+
+# RCP-1: what each receipt endpoint reads from an item: (a lease id required?, output?, error?).
+RECEIPT_ITEM_FIELDS = {
+    "claim": (None, False, False), "mark-queued": (None, False, False), "complete": (False, True, False),
+    "skip": (False, False, False), "fail": (True, False, True), "release": (True, False, False),
+    "heartbeat": (True, False, False),
+}
+
+
+def _receipt_item(raw: Any, at: str, operation: str) -> receipts.Item:
+    raw = validation.json_object(raw, at or "body")
+    prefix = f"{at}." if at else ""
+    lease_required, with_output, with_error = RECEIPT_ITEM_FIELDS[operation]
+    key = receipts.check_key(validation.field(raw, "key", at=at), f"{prefix}key")
+    lease_id = None
+    if lease_required is not None:
+        lease_id = validation.text(raw.get("leaseId"), f"{prefix}leaseId", optional=not lease_required)
+    error, final = None, False
+    if with_error:
+        error = validation.json_object(validation.field(raw, "error", at=at), f"{prefix}error")
+        validation.text(error.get("code"), f"{prefix}error.code", max_length=128)
+        if not isinstance(error.get("message", ""), str):
+            raise InvalidInput(f"{prefix}error.message must be a string", field=f"{prefix}error.message")
+        final = validation.boolean(raw.get("final", False), f"{prefix}final")
+    output = validation.field(raw, "output", at=at) if with_output else None
+    return receipts.Item(key, lease_id, output, error, final)
+
+
+def receipt_call(body: dict, operation: str) -> tuple[list[receipts.Item], bool, dict]:
+    """A receipt endpoint's body: one item (its fields at the top) or `receipts: [...]`, then the call's options.
+
+    Answers (items, batch?, options); every key is checked, `sys:` ones refused (RCP-2), before anything runs.
+    """
+    batch = "receipts" in body
+    if batch:
+        raw_items = body["receipts"]
+        if not isinstance(raw_items, list) or not 1 <= len(raw_items) <= receipts.MAX_BATCH:
+            raise InvalidInput(f"receipts must be a list of 1 to {receipts.MAX_BATCH} items", field="receipts")
+        items = [_receipt_item(raw, f"receipts[{index}]", operation) for index, raw in enumerate(raw_items)]
+        names = [f"receipts[{index}].key" for index in range(len(items))]
+    else:
+        items, names = [_receipt_item(body, "", operation)], ["key"]
+    receipts.assert_mutable([item.key for item in items], names)
+    options = {}
+    if operation in ("claim", "heartbeat"):
+        options["lease_ms"] = validation.integer(body.get("leaseMs", receipts.DEFAULT_LEASE_MS), "leaseMs",
+                                                 minimum=receipts.LEASE_MS[0], maximum=receipts.LEASE_MS[1])
+    if operation == "complete":
+        options["return_output"] = validation.boolean(body.get("returnOutput", True), "returnOutput")
+    return items, batch, options

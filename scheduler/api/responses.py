@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from scheduler.runs.admission import Admission
+from scheduler.runs.receipts import ReceiptAnswer
 from scheduler.runs.lifecycle import CancelOutcome, Heartbeat, RunSnapshot, Standing
 from scheduler.runs.settlement import TerminalAnswer
 
@@ -76,3 +77,24 @@ def run_row(row: dict) -> dict:
     return {"runId": row["run_id"], "orgId": row["org_id"], "status": row["status"], "playName": row["play_name"],
             "releaseId": row["release_id"], "createdAt": _iso(row["created_at"]), "finishedAt": _iso(row["finished_at"]),
             "attempts": row["attempts"] or 0, "maxAttempts": row["max_attempts"], "errorCode": row["error_code"]}
+
+
+def receipt(answer: ReceiptAnswer) -> dict:
+    """RCP-1: one key's answer; `leaseId` only when this call gave the caller the lease."""
+    return {
+        "key": answer.key,
+        "outcome": answer.outcome.value,
+        "status": answer.status,
+        "written": answer.changed,
+        "leaseId": answer.lease_id,
+        "leaseExpiresAt": _iso(answer.lease_expires_at),
+        "runAttempt": answer.run_attempt,
+        "output": answer.output,
+        "error": answer.error,
+    }
+
+
+def receipts(answers: list[ReceiptAnswer], batch: bool) -> dict:
+    if batch:
+        return {"current": True, "receipts": [receipt(answer) for answer in answers]}
+    return {"current": True, "receipt": receipt(answers[0])}

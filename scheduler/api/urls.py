@@ -1,7 +1,7 @@
 from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
-from scheduler.api import views_ledger, views_releases, views_runner, views_runs
+from scheduler.api import views_ledger, views_receipts, views_releases, views_runner, views_runs
 from scheduler.api.http import not_found
 
 urlpatterns = [
@@ -13,6 +13,13 @@ urlpatterns = [
     path("runs/<str:run_id>/attempts/<str:attempt>/standing", views_runs.attempt_standing),
     path("runner/heartbeat", views_runner.heartbeat),
     path("runner/terminal", views_runner.runner_terminal),
+    path("runner/receipts/claim", views_receipts.claim),
+    path("runner/receipts/complete", views_receipts.complete),
+    path("runner/receipts/fail", views_receipts.fail),
+    path("runner/receipts/release", views_receipts.release),
+    path("runner/receipts/skip", views_receipts.skip),
+    path("runner/receipts/mark-queued", views_receipts.mark_queued),
+    path("runner/receipts/heartbeat", views_receipts.heartbeat),
     path("releases/<str:release_id>/admission", views_releases.release_admission),
     path("run-ledger/events", views_ledger.run_ledger_events),
     # Last: every other path under /internal/ answers the JSON error shape.

@@ -8,7 +8,7 @@ from scheduler.api.http import api_view, json_body
 from scheduler.runs import lifecycle, settlement, settler
 
 
-def _authorized(request) -> tuple[dict, tuple[str, int, str]]:
+def authorized(request) -> tuple[dict, tuple[str, int, str]]:
     """The body and its (run, attempt, lease), once the runner token is checked against exactly those."""
     body = json_body(request)
     identity = parsing.runner_identity(body)
@@ -18,11 +18,11 @@ def _authorized(request) -> tuple[dict, tuple[str, int, str]]:
 
 @api_view("POST")
 def heartbeat(request):
-    _, (run_id, attempt, lease_token) = _authorized(request)
+    _, (run_id, attempt, lease_token) = authorized(request)
     return JsonResponse(responses.heartbeat(lifecycle.heartbeat(run_id, attempt, lease_token)))
 
 
 @api_view("POST")
 def runner_terminal(request):
-    item = parsing.runner_terminal(*_authorized(request))
+    item = parsing.runner_terminal(*authorized(request))
     return JsonResponse(responses.terminal(settlement.ingest_runner_terminal(item, settle=settler.settle)))
