@@ -55,9 +55,12 @@ class RunnerConfig:
         self.heartbeat_interval = max(0.05, timeout_ms / 3000)
 
 
-def post(config: RunnerConfig, path: str, body: dict, *, attempts: int = 8) -> dict | None:
-    """POST with retries on transient failures; None when the scheduler refused for good."""
-    data = json.dumps(body).encode()
+def exchange(config: RunnerConfig, path: str, body: dict, *, attempts: int = 8) -> tuple[int | None, dict | None]:
+    """POST with retries on transient failures: (status, JSON answer); (None, None) when the scheduler never answered.
+
+    A refusal (4xx) is answered at once with its status and JSON error, never retried.
+    """
+    data = json.dumps(body, allow_nan=False).encode()
     delay = 0.2
     for attempt in range(attempts):
         request = urllib.request.Request(f"{config.api_url}{path}", data=data, method="POST")
@@ -65,19 +68,30 @@ def post(config: RunnerConfig, path: str, body: dict, *, attempts: int = 8) -> d
         request.add_header("Authorization", f"Bearer {config.token}")
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
-                return json.loads(response.read() or b"{}")
+                return response.status, json.loads(response.read() or b"{}")
         except urllib.error.HTTPError as error:
-            error.close()  # the refused response's connection, not left to the garbage collector
-            if error.code not in TRANSIENT_STATUSES:
-                print(f"runner: {path} refused with {error.code}", file=sys.stderr)
-                return None
+            with error:  # the refused response's connection, not left to the garbage collector
+                if error.code not in TRANSIENT_STATUSES:
+                    try:
+                        return error.code, json.loads(error.read() or b"{}")
+                    except ValueError:
+                        return error.code, {}
         except (urllib.error.URLError, TimeoutError, OSError):
             pass
         if attempt < attempts - 1:
             time.sleep(delay + random.uniform(0, delay))
             delay = min(delay * 2, 5.0)
     print(f"runner: {path} failed after {attempts} tries", file=sys.stderr)
-    return None
+    return None, None
+
+
+def post(config: RunnerConfig, path: str, body: dict, *, attempts: int = 8) -> dict | None:
+    """POST with retries on transient failures; None when the scheduler refused for good or never answered."""
+    status, answer = exchange(config, path, body, attempts=attempts)
+    if status is not None and status >= 400:
+        print(f"runner: {path} refused with {status}", file=sys.stderr)
+        return None
+    return answer
 
 
 def _identity(config: RunnerConfig) -> dict:
