@@ -106,3 +106,20 @@ def test_run_detail__epoch_milliseconds_read_as_dates():
                        "resources": [{"billingStartedAt": 0, "cpu": 1}]}) == {
         "startedAtMs": "2026-01-01 00:00:00.000 UTC", "runtimeSandboxRef": {"sandboxId": "sb"},
         "resources": [{"billingStartedAt": "1970-01-01 00:00:00.000 UTC", "cpu": 1}]}
+
+
+def test_run_detail__receipts_in_step_order_and_the_receipts_list_filters_by_status(admin_client):
+    from scheduler.runs import receipts
+
+    parked = factories.parked_run()
+    caller = receipts.Caller(parked.run_id, 1, parked.lease_token)
+    [first] = receipts.claim(caller, ["reserve"])
+    receipts.complete(caller, [receipts.Item("reserve", first.lease_id, {"sku": "X1"})])
+    receipts.claim(caller, ["charge"], lease_ms=60_000)
+    query("UPDATE receipts SET created_at = created_at + interval '1 second' WHERE key = 'charge'")
+    page = admin_client.get(reverse("admin:scheduler_run_change", args=[quote(parked.run_id)])).content.decode()
+    story = page[page.find("field-story_receipts"):][:4000]
+    assert story.index("reserve") < story.index("charge")
+    assert "&quot;sku&quot;: &quot;X1&quot;" in story and "s left" in story
+    running = admin_client.get("/admin/scheduler/receiptrow/?status__exact=running").content.decode()
+    assert "charge" in running and ">reserve<" not in running

@@ -53,7 +53,7 @@ class RunAdmin(columns.RunColumns, ReadOnlyAdmin):
     JSON_COLUMNS = ("launch_json", "input_json", "suspension_json", "terminal_result_json", "runtime_resources_json",
                     "runtime_timing_json")
     exclude = JSON_COLUMNS
-    extra_readonly = ("story_attempts", "story_facts", "story_cleanup", "story_billing", "story_ledger",
+    extra_readonly = ("story_attempts", "story_receipts", "story_facts", "story_cleanup", "story_billing", "story_ledger",
                       "launch_redacted", "input_redacted", "suspension", "terminal_result", "runtime_resources",
                       "late_results", "operator_actions")
     actions = [repair_actions.cancel_runs, repair_actions.declare_runners_lost]
@@ -73,6 +73,10 @@ class RunAdmin(columns.RunColumns, ReadOnlyAdmin):
     @admin.display(description="attempts")
     def story_attempts(self, obj):
         return run_story.attempts(obj)
+
+    @admin.display(description="work receipts (durable steps), in step order")
+    def story_receipts(self, obj):
+        return run_story.receipts(obj)
 
     @admin.display(description="facts, in causal order, with their delivery")
     def story_facts(self, obj):
@@ -97,7 +101,7 @@ class RunAdmin(columns.RunColumns, ReadOnlyAdmin):
     def get_readonly_fields(self, request, obj=None):
         return [f for f in super().get_readonly_fields(request, obj) if f not in self.JSON_COLUMNS]
 
-    STORY = ("story_attempts", "story_facts", "story_cleanup", "story_billing", "story_ledger", "late_results",
+    STORY = ("story_attempts", "story_receipts", "story_facts", "story_cleanup", "story_billing", "story_ledger", "late_results",
              "operator_actions")
 
     def get_fieldsets(self, request, obj=None):
@@ -184,9 +188,17 @@ class ReleaseAdmissionAdmin(ReadOnlyAdmin):
 
 @admin.register(models.ReceiptRow)
 class ReceiptAdmin(ReadOnlyAdmin):
-    list_display = ("run_id", "key", "status", "run_attempt", "updated_at")
+    list_display = ("run_link", "key", "status", "run_attempt", "lease", "updated_at")
     list_filter = ("status",)
     search_fields = ("run_id", "key")
+
+    @admin.display(description="run")
+    def run_link(self, obj):
+        return run_story.run_link(obj.run_id)
+
+    @admin.display(description="lease")
+    def lease(self, obj):
+        return run_story.lease_left(obj.status, obj.lease_expires_at)
 
 
 @admin.register(models.CleanupJobRow)

@@ -49,6 +49,27 @@ def attempts(run: models.Run):
     return _table(["attempt", "status", "heartbeat", "verdict", "result", "runner log (tail)"], rows)
 
 
+def run_link(run_id: str):
+    return _link("run", run_id, run_id)
+
+
+def lease_left(status: str, expires_at) -> str:
+    """How long a running receipt's lease still holds (or how long ago it lapsed)."""
+    if status != "running" or expires_at is None:
+        return "-"
+    seconds = (expires_at - timezone.now()).total_seconds()
+    return f"{seconds:.0f} s left" if seconds >= 0 else f"lapsed {-seconds:.0f} s ago"
+
+
+def receipts(run: models.Run):
+    rows = []
+    for row in models.ReceiptRow.objects.filter(run_id=run.run_id).order_by("created_at", "key"):
+        rows.append((_link("receiptrow", row.admin_key, row.key), row.status, row.run_attempt or "-",
+                     lease_left(row.status, row.lease_expires_at), _age(row.updated_at),
+                     _short(row.output_json if row.status == "completed" else row.error_json)))
+    return _table(["step", "status", "attempt", "lease", "updated", "output or error"], rows)
+
+
 def facts(run: models.Run):
     rows = []
     for fact in models.OutboxFact.objects.filter(run_id=run.run_id).order_by("created_at", "event_id"):
