@@ -1,4 +1,4 @@
-"""The newcomer's demo: one run through a local sandbox, its progress printed as it happens."""
+"""The newcomer's demo: a run through a local sandbox, and a durable play whose retry skips its finished steps."""
 
 from __future__ import annotations
 
@@ -6,24 +6,30 @@ import json
 
 from scheduler import db
 from scheduler.kinds import TERMINAL_RUN_STATUSES, Provider
-from scheduler.runs import lifecycle
+from scheduler.plays import ORDER_STEPS
+from scheduler.runs import lifecycle, receipts
 
 TERMINAL = tuple(status.value for status in TERMINAL_RUN_STATUSES)
 
 
 class DemoRun:
-    def __init__(self, write):
-        self.write = write
+    """One run: launched, then its status changes printed until its facts are delivered."""
+
+    def __init__(self, write, label: str, play: str, play_input: dict, **launch):
+        self.write, self.label, self.play, self.play_input, self.launch_extra = write, label, play, play_input, launch
         self.run_id: str | None = None
         self.last: str | None = None
 
     def launch(self) -> None:
         request = lifecycle.LaunchRequest(
-            play_name="hello", org_id="demo", input={"name": "newcomer"},
-            launch={"play": {"callable": "scheduler.plays:hello"}, "sandboxProvider": Provider.LOCAL.value},
+            play_name=self.play.rpartition(":")[2], org_id="demo", input=self.play_input,
+            launch={"play": {"callable": self.play}, "sandboxProvider": Provider.LOCAL.value, **self.launch_extra},
         )
         self.run_id = lifecycle.launch_run(request)
-        self.write(f"demo run {self.run_id}: launched (play scheduler.plays:hello in a local sandbox)")
+        self.say(f"launched (play {self.play} in a local sandbox)")
+
+    def say(self, text: str) -> None:
+        self.write(f"{self.label} {self.run_id}: {text}")
 
     def poll(self) -> None:
         if self.run_id is None or self.last == "delivered":
@@ -32,7 +38,7 @@ class DemoRun:
             row = db.fetch_one("run_ledger_count_events", {"run_id": self.run_id})
             if row["undelivered"] == 0:
                 self.last = "delivered"
-                self.write(f"demo run {self.run_id}: {row['received']} facts delivered to the built-in run ledger")
+                self.say(f"{row['received']} facts delivered to the built-in run ledger")
             return
         status = lifecycle.run_status(self.run_id).status
         if status == self.last:
@@ -43,4 +49,44 @@ class DemoRun:
             row = db.fetch_one("runs_read_terminal_result", {"run_id": self.run_id})
             outcome = row['terminal_result_json'] or {}
             detail = ': ' + json.dumps(outcome.get('output') or outcome.get('error'))
-        self.write(f"demo run {self.run_id}: {status}{detail}")
+        self.say(f"{status}{detail}")
+
+
+class DurableDemoRun(DemoRun):
+    """The durable play: attempt 1 kills its own runner after step 2; attempt 2 runs steps 3 and 4 only."""
+
+    def __init__(self, write):
+        super().__init__(write, "durable demo run", "scheduler.plays:durable_order",
+                         {"order": "A-1", "interruptAfter": 2, "interrupt": "kill-runner"}, heartbeatTimeoutMs=2000)
+        self.seen: dict[str, tuple] = {}
+
+    def poll(self) -> None:
+        super().poll()
+        if self.run_id is None or self.last == "delivered":
+            return
+        for row in receipts.receipts_of(self.run_id):
+            state = (row["status"], row["run_attempt"])
+            if self.seen.get(row["key"]) == state or row["status"] != "completed":
+                continue
+            self.seen[row["key"]] = state
+            self.say(f"step {row['key']} completed in attempt {row['run_attempt']}")
+        if self.last == "completed" and len(self.seen) == len(ORDER_STEPS) and "summary" not in self.seen:
+            self.seen["summary"] = ()
+            skipped = [key for key in ORDER_STEPS if self.seen.get(key, (None, None))[1] == 1]
+            self.say(f"the retry skipped {', '.join(skipped)} (finished before its runner was killed) "
+                     "and ran only the rest")
+
+
+class Demo:
+    """Every demo run, launched together and polled on the supervisor's tick."""
+
+    def __init__(self, write):
+        self.runs = [DemoRun(write, "demo run", "scheduler.plays:hello", {"name": "newcomer"}), DurableDemoRun(write)]
+
+    def launch(self) -> None:
+        for run in self.runs:
+            run.launch()
+
+    def poll(self) -> None:
+        for run in self.runs:
+            run.poll()

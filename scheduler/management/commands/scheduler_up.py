@@ -11,7 +11,7 @@ from django.db import OperationalError
 from scheduler.conf import scheduler_settings
 from scheduler.loop import describe
 from scheduler.management.cli import SchedulerCommand
-from scheduler.stack.demo import DemoRun
+from scheduler.stack.demo import Demo
 from scheduler.stack.supervisor import (
     AlreadyRunning,
     Supervisor,
@@ -74,7 +74,7 @@ class Command(SchedulerCommand):
         try:
             if options["no_demo"]:
                 return supervisor.run()
-            demo = DemoRun(self._say)
+            demo = Demo(self._say)
             supervisor.on_tick = demo.poll
             return supervisor.run(on_started=lambda _: demo.launch())
         finally:
