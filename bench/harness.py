@@ -100,15 +100,35 @@ def pgbench_limit(url: str, script: str, clients: int, seconds: int = 10) -> flo
         conn.execute("DROP TABLE IF EXISTS public.pgbench_limit")
         conn.execute("CREATE TABLE public.pgbench_limit (id integer PRIMARY KEY, n bigint NOT NULL DEFAULT 0, touched_at timestamptz)")
         conn.execute("INSERT INTO public.pgbench_limit (id) SELECT generate_series(1, 20000)")
+    return pgbench_run(url, script, clients, seconds)
+
+
+def pgbench_run(url: str, script: str, clients: int, seconds: int = 10, *, prepared: bool = False) -> float:
+    """Transactions per second of a pgbench `script` at `clients` clients."""
     with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as handle:
         handle.write(script)
     params = libpq_params(url)
     env = dict(os.environ, PGPASSWORD=params["password"])
     command = [pgbench_binary(), "-n", "-f", handle.name, "-c", str(clients), "-j", str(min(clients, 2)),
                "-T", str(seconds), "-h", params["host"], "-p", params["port"], "-U", params["user"], params["dbname"]]
+    if prepared:
+        command[1:1] = ["-M", "prepared"]
     output = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
     os.unlink(handle.name)
     return float(re.search(r"tps = ([0-9.]+)", output).group(1))
+
+
+def replay_statement(name: str, values: dict[str, str], *, gset: bool = False) -> str:
+    """A named block as one pgbench command: each `%(param)s` replaced by a pgbench expression from `values`.
+
+    With `gset`, the (one-row) answer's columns become pgbench variables for the next command.
+    """
+    from scheduler import sql
+    from scheduler.conf import scheduler_settings
+
+    text = sql.statement(name, scheduler_settings.schema)
+    text = re.sub(r"%\((\w+)\)s", lambda match: values[match.group(1)], text).replace("%%", "%")
+    return " ".join(text.split()) + ("\n\\gset\n" if gset else ";\n")
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -127,3 +147,31 @@ def print_table(title: str, rows: list[tuple]) -> None:
 
 def median(values):
     return statistics.median(values)
+
+
+def missed_targets(rows: list[tuple]) -> list[str]:
+    """The measures whose ratio column misses its target column (`>= 0.50`, `<= 20`); the header row is skipped."""
+    header = rows[0]
+    ratio_at, target_at = header.index("ratio"), header.index("target")
+    missed = []
+    for row in rows[1:]:
+        target = str(row[target_at]).strip()
+        if not target:
+            continue
+        operator, bound = target.split()
+        value = float(str(row[ratio_at]).split()[0])
+        if not (value >= float(bound) if operator == ">=" else value <= float(bound)):
+            missed.append(f"{row[0].strip()}: {row[ratio_at]} (target {target})")
+    return missed
+
+
+def report(title: str, rows: list[tuple], check: bool) -> None:
+    """Print the table; with --check, exit 1 when a target is missed (what a reviewer runs)."""
+    print_table(title, rows)
+    missed = missed_targets(rows)
+    for line in missed:
+        print(f"  MISSED {line}")
+    if not missed:
+        print("  every target met")
+    if check and missed:
+        sys.exit(1)

@@ -1,10 +1,12 @@
 -- Work receipts (RCP-1): a run's steps, memoized. Every statement takes a batch of keys (a single call is a batch
 -- of one, so the two forms cannot drift), is fenced on the caller's run being open and its attempt being current
 -- (receipt_fence), and answers one row per key in input order (receipt_answer). RCP-2's `sys:` guard runs in
--- Python before any of these is sent.
+-- Python before any of these is sent. Each runs its generic plan (`-- plan: generic`): PostgreSQL's automatic
+-- choice re-plans these array statements on every call, which costs as much as running them.
 
 -- name: receipts_claim
 -- RCP-1: claim each key for the caller's attempt: a missing or claimable receipt becomes running with a new lease (claimed); a completed one answers with its output, a skipped or failed one with its status, a live lease of another holder with held; nothing else changes.
+-- plan: generic
 WITH {{receipt_fence()}},
 item AS (
     SELECT item.key, item.position
@@ -23,6 +25,7 @@ item AS (
 
 -- name: receipts_complete
 -- RCP-1: complete each key with its output, first write wins: with a lease id only while that lease still holds; without one (the completed-receipt cache insert) only where a claim could take the key; a completed receipt's output is never replaced.
+-- plan: generic
 WITH {{receipt_fence()}},
 item AS (
     SELECT item.key, item.lease_id, item.output, item.position
@@ -47,6 +50,7 @@ item AS (
 
 -- name: receipts_fail
 -- RCP-1: fail each key the caller's lease still holds, keeping its error (with `final`): a later attempt may claim it again unless it is final.
+-- plan: generic
 WITH {{receipt_fence()}},
 item AS (
     SELECT item.key, item.lease_id, item.error, item.position
@@ -62,6 +66,7 @@ item AS (
 
 -- name: receipts_release
 -- RCP-1: give back each lease the caller still holds: the receipt is queued again, with no lease.
+-- plan: generic
 WITH {{receipt_fence()}},
 item AS (
     SELECT item.key, item.lease_id, item.position
@@ -76,6 +81,7 @@ item AS (
 
 -- name: receipts_skip
 -- RCP-1: mark each key skipped (later claims skip the step): with a lease id while that lease holds, without one where a claim could take the key.
+-- plan: generic
 WITH {{receipt_fence()}},
 item AS (
     SELECT item.key, item.lease_id, item.position
@@ -99,6 +105,7 @@ item AS (
 
 -- name: receipts_mark_queued
 -- RCP-1: declare or reset steps: a missing key is inserted queued, a claimable one (expired, older attempt, non-final failure) queued again; completed, skipped and live-held receipts are left as they are.
+-- plan: generic
 WITH {{receipt_fence()}},
 item AS (
     SELECT item.key, item.position
@@ -115,6 +122,7 @@ item AS (
 
 -- name: receipts_heartbeat
 -- RCP-1: extend each lease the caller still holds by lease_ms; a key whose lease was lost answers unchanged.
+-- plan: generic
 WITH {{receipt_fence()}},
 item AS (
     SELECT item.key, item.lease_id, item.position
