@@ -72,3 +72,24 @@ def test_log_tail__the_last_bytes_without_nul(tmp_path):
     log.write_bytes(b"x" * 20_000 + b"last\x00line")
     tail = runner.log_tail(str(log))
     assert len(tail) == runner.LOG_TAIL_BYTES - 1 and tail.endswith("lastline")
+
+
+def test_the_runner_and_the_step_api_need_only_the_standard_library():
+    """What a sandbox image carries: `python -m scheduler.runner` and `scheduler.steps`, with no site-packages."""
+    import subprocess
+    import sys
+
+    from tests.support import PROJECT_DIR
+
+    probe = ("import sys; sys.path.insert(0, '.'); import scheduler.runner, scheduler.steps; "
+             "assert not [name for name in sys.modules if name.split('.')[0] in ('django', 'psycopg')]")
+    subprocess.run([sys.executable, "-S", "-c", probe], cwd=PROJECT_DIR, check=True, timeout=60)
+
+
+def test_step_refuses_the_schedulers_own_keys_before_any_request():
+    import pytest
+
+    from scheduler import steps
+
+    with pytest.raises(ValueError, match="sys:"):
+        steps.step("sys:billing", lambda: 1)
