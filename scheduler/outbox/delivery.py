@@ -1,175 +1,68 @@
 """Deliver a claimed prefix to its run-ledger receiver (OBX-6, OBX-8, OBX-10, TRM-6).
 
-The receiver is the launch's runtimeApiBaseUrl, or the built-in receiver
-(this database) when the launch names none. Terminal facts of a run whose
-array input started go to the launch's immutable
-arrayInputTerminalProjectionOrigin instead, and a nonterminal prefix is never
-batched into a terminal bound for another receiver. The `search` lane only
-feeds the scheduler's own projection: it is validated and acknowledged
-without contacting any receiver or reading launch credentials.
-
-Receiver protocol: POST {base}/api/v2/internal/play-runtime/run-ledger-dispatch-token
-(Bearer coordinatorInternalToken; {runId, eventId, leaseOwner, schedulerSchema}
--> {token, expiresAt}), then POST {base}/api/v2/internal/play-runtime/run-ledger/events
-(Bearer dispatch token; {runId, events: [{eventId, type, occurredAt, payload}]}).
-Any 2xx acknowledges the prefix; a 401 drops the cached token and retries once.
-No credential ever reaches an error message or a log line.
+Routing is routing.py's (the launch's receiver, the terminal projection
+origin, or the built-in receiver); the token and what may be batched are
+authority.py's. Events go to `POST {receiver}/api/v2/internal/play-runtime/run-ledger/events`
+(Bearer token; `{runId, events: [{eventId, type, occurredAt, payload}]}`), the
+whole route in one request when prefix batching was granted, else one fact
+per request in causal order. Any 2xx acknowledges what it carried; a 401
+drops the authority and mints a dispatch token once. After a partial
+delivery the delivered facts are acknowledged and the failure is counted on
+the first fact that was not. The `search` lane only feeds the scheduler's
+own projection: it is validated and acknowledged without contacting any
+receiver or reading launch credentials. No credential reaches an error
+message or a log line.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
-import json
-import threading
-import time
-import urllib.error
-import urllib.request
-from dataclasses import dataclass
-from urllib.parse import urlsplit
+from dataclasses import dataclass, replace
 
 from scheduler import observability
-from scheduler.conf import scheduler_settings
-from scheduler.kinds import TERMINAL_FACT_TYPES, Lane
-from scheduler.outbox import claims, receiver
+from scheduler.kinds import Lane
+from scheduler.outbox import authority, claims, receiver
 from scheduler.outbox.claims import Fact, Prefix
 from scheduler.outbox.receiver import ledger_event
-from scheduler.redaction import launch_secrets, redact_text
+from scheduler.outbox.routing import (  # noqa: F401 - the delivery's public names
+    STAGED_REFUSAL, DeliveryError, goes_over_http, is_immutable_origin, plan_routes, terminal_origin,
+)
 
-STAGED_REFUSAL = "Staged array input has no immutable terminal projection receiver"
-TOKEN_PATH = "/api/v2/internal/play-runtime/run-ledger-dispatch-token"
 EVENTS_PATH = "/api/v2/internal/play-runtime/run-ledger/events"
-TOKEN_REUSE_MARGIN_SECONDS = 30
 
 
-class DeliveryError(Exception):
-    """A delivery failed; the message is safe to store as last_error."""
+class PartialDelivery(DeliveryError):
+    """Some facts of a route were delivered before a request failed."""
+
+    def __init__(self, message: str, delivered: list[Fact]):
+        super().__init__(message)
+        self.delivered = delivered
 
 
-# ---- routing (OBX-8) -------------------------------------------------------
-
-def is_immutable_origin(origin) -> bool:
-    """https, no path, query or fragment, and not a preview alias (a `-git-` deployment alias)."""
-    if not isinstance(origin, str):
-        return False
-    parts = urlsplit(origin)
-    if parts.scheme != "https" or not parts.hostname or parts.path not in ("", "/") or parts.query or parts.fragment:
-        return False
-    return not any("-git-" in label for label in parts.hostname.split("."))
-
-
-def goes_over_http(prefix: Prefix) -> bool:
-    """Whether delivering this prefix may call an external receiver."""
-    launch = prefix.dispatch_launch or {}
-    return prefix.lane == Lane.LEDGER and bool(launch.get("runtimeApiBaseUrl") or prefix.array_input_started)
-
-
-def plan_routes(prefix: Prefix) -> list[tuple[str | None, list[Fact]]]:
-    """The receiver of each part of the prefix, in causal order; None is the built-in receiver.
-
-    Returns at most one batch when the whole prefix shares a receiver; else
-    the facts before the first terminal (the rest is released for the next
-    claim, which then starts at the terminal).
-    """
-    launch = prefix.dispatch_launch or {}
-    ordinary = launch.get("runtimeApiBaseUrl") or None
-    if not prefix.has_terminal or not prefix.array_input_started:
-        return [(ordinary, prefix.facts)]
-    origin = launch.get("arrayInputTerminalProjectionOrigin")
-    if launch.get("arrayInputTerminalRetirementSupported") is not True or not is_immutable_origin(origin):
-        raise DeliveryError(STAGED_REFUSAL)
-    first_terminal = next(i for i, fact in enumerate(prefix.facts) if fact.event_type in TERMINAL_FACT_TYPES)
-    if first_terminal > 0 and ordinary != origin:
-        return [(ordinary, prefix.facts[:first_terminal])]
-    return [(origin, prefix.facts)]
-
-
-# ---- the receiver protocol -------------------------------------------------
-
-class TokenCache:
-    """Dispatch tokens keyed by schema, dispatch authority and receiver URL."""
-
-    def __init__(self):
-        self._tokens: dict[str, tuple[str, float]] = {}
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def key(schema: str, launch: dict, receiver_url: str) -> str:
-        authority = {k: v for k, v in sorted(launch.items()) if k != "executorToken"}
-        return hashlib.sha256(json.dumps([schema, authority, receiver_url], sort_keys=True).encode()).hexdigest()
-
-    def get(self, key: str) -> str | None:
-        with self._lock:
-            found = self._tokens.get(key)
-            if found and found[1] > time.time() + TOKEN_REUSE_MARGIN_SECONDS:
-                return found[0]
-            self._tokens.pop(key, None)
-            return None
-
-    def put(self, key: str, token: str, expires_at: float) -> None:
-        with self._lock:
-            self._tokens[key] = (token, expires_at)
-
-    def drop(self, key: str) -> None:
-        with self._lock:
-            self._tokens.pop(key, None)
-
-
-TOKENS = TokenCache()
-
-
-def _post(url: str, bearer: str, body: dict, secrets: list[str], timeout: float = 15.0) -> tuple[int, object]:
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
-    request.add_header("Content-Type", "application/json")
-    request.add_header("Authorization", f"Bearer {bearer}")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            raw = response.read()
-            return response.status, (json.loads(raw) if raw else None)
-    except urllib.error.HTTPError as error:
-        error.close()
-        return error.code, None
-    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as error:
-        reason = getattr(error, "reason", error)
-        raise DeliveryError(redact_text(f"receiver unreachable: {reason}", secrets)) from None
-
-
-def _dispatch_token(base: str, prefix: Prefix, launch: dict, secrets: list[str]) -> tuple[str, str]:
-    key = TOKENS.key(scheduler_settings.schema, launch, base)
-    cached = TOKENS.get(key)
-    if cached:
-        return cached, key
-    coordinator = launch.get("coordinatorInternalToken")
-    if not coordinator:
-        raise DeliveryError("launch has no coordinatorInternalToken for its run-ledger receiver")
-    status, body = _post(base.rstrip("/") + TOKEN_PATH, coordinator, {
-        "runId": prefix.run_id, "eventId": prefix.head.event_id, "leaseOwner": prefix.lease_owner,
-        "schedulerSchema": scheduler_settings.schema,
-    }, secrets)
-    if not 200 <= status < 300 or not isinstance(body, dict) or not isinstance(body.get("token"), str):
-        raise DeliveryError(f"dispatch token request answered {status}")
-    expires = body.get("expiresAt")
-    try:
-        expires_at = dt.datetime.fromisoformat(str(expires).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        expires_at = time.time() + 60
-    TOKENS.put(key, body["token"], expires_at)
-    return body["token"], key
+def _send(base: str, prefix: Prefix, batch: list[Fact], held: authority.Authority) -> int:
+    body = {"runId": prefix.run_id, "events": [ledger_event(fact) for fact in batch]}
+    status, _ = authority.post(base.rstrip("/") + EVENTS_PATH, held.token, body, prefix.dispatch_launch or {})
+    return status
 
 
 def deliver_http(base: str, prefix: Prefix, facts: list[Fact]) -> None:
-    launch = prefix.dispatch_launch or {}
-    secrets = launch_secrets(launch)
-    events = {"runId": prefix.run_id, "events": [ledger_event(fact) for fact in facts]}
-    for attempt in range(2):
-        token, key = _dispatch_token(base, prefix, launch, secrets)
-        status, _ = _post(base.rstrip("/") + EVENTS_PATH, token, events, secrets + [token])
-        if 200 <= status < 300:
-            return
-        if status == 401 and attempt == 0:
-            TOKENS.drop(key)
-            continue
-        raise DeliveryError(f"run-ledger receiver answered {status}")
+    """Deliver `facts` (one route) to `base`, batched only when granted; PartialDelivery names what arrived."""
+    terminal_projection = any(fact.event_type in claims.TERMINAL_FACT_TYPES for fact in facts)
+    origin = terminal_origin(prefix) if terminal_projection else None
+    held = authority.resolve(prefix, base, terminal_projection=terminal_projection, terminal_origin=origin)
+    batches = [facts] if held.prefix_batching else [[fact] for fact in facts]
+    delivered: list[Fact] = []
+    minted_again = False
+    for batch in batches:
+        status = _send(base, prefix, batch, held)
+        if status == 401 and not minted_again:
+            authority.refused(prefix, held)
+            minted_again = True
+            held = authority.resolve(prefix, base, terminal_projection=terminal_projection, terminal_origin=origin,
+                                     fresh=True)
+            status = _send(base, prefix, batch, held)
+        if not 200 <= status < 300:
+            raise PartialDelivery(f"run-ledger receiver answered {status}", delivered)
+        delivered += batch
 
 
 def _timed_http(base: str, prefix: Prefix, facts: list[Fact]) -> None:
@@ -189,6 +82,29 @@ class Outcome:
     acknowledged: int = 0
     released: int = 0
     error: Exception | None = None
+    failed_from: Prefix | None = None  # the facts the failure policy applies to (after a partial delivery)
+
+
+def _deliver_routes(outcome: Outcome, builtin: list[tuple[Outcome, list[Fact]]]) -> None:
+    prefix = outcome.prefix
+    routes = plan_routes(prefix)
+    sent = {fact.event_id for _, facts in routes for fact in facts}
+    released = [fact.event_id for fact in prefix.facts if fact.event_id not in sent]
+    for base, facts in routes:
+        if base is None:
+            builtin.append((outcome, facts))
+            continue
+        try:
+            _timed_http(base, prefix, facts)
+        except PartialDelivery as partial:
+            if partial.delivered:
+                outcome.acknowledged += len(claims.acknowledge(prefix.lease_owner,
+                                                               [fact.event_id for fact in partial.delivered]))
+                outcome.failed_from = replace(prefix, facts=prefix.facts[len(partial.delivered):])
+            raise
+        outcome.acknowledged += len(claims.acknowledge(prefix.lease_owner, [fact.event_id for fact in facts]))
+    if released:
+        outcome.released = claims.release(prefix, released)
 
 
 def deliver_all(prefixes: list[Prefix]) -> list[Outcome]:
@@ -198,24 +114,13 @@ def deliver_all(prefixes: list[Prefix]) -> list[Outcome]:
     builtin: list[tuple[Outcome, list[Fact]]] = []
     search: list[Outcome] = []
     for outcome in outcomes:
-        prefix = outcome.prefix
-        if prefix.lane == Lane.SEARCH:
-            for fact in prefix.facts:
+        if outcome.prefix.lane == Lane.SEARCH:
+            for fact in outcome.prefix.facts:
                 ledger_event(fact)  # validated; the search projection reads the outbox itself
             search.append(outcome)
             continue
         try:
-            routes = plan_routes(prefix)
-            sent = {fact.event_id for _, facts in routes for fact in facts}
-            released = [fact.event_id for fact in prefix.facts if fact.event_id not in sent]
-            for base, facts in routes:
-                if base is None:
-                    builtin.append((outcome, facts))
-                else:
-                    _timed_http(base, prefix, facts)
-                    outcome.acknowledged += len(claims.acknowledge(prefix.lease_owner, [fact.event_id for fact in facts]))
-            if released:
-                outcome.released = claims.release(prefix, released)
+            _deliver_routes(outcome, builtin)
         except Exception as error:  # noqa: BLE001 - settled by the caller through the failure policy
             outcome.error = error
     if builtin:

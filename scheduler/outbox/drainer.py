@@ -102,9 +102,11 @@ def _settle(outcome: delivery.Outcome, result: DrainTick, max_attempts: int, bac
         result.counts["released"] += outcome.released
         return True
     message = redact_text(f"{type(outcome.error).__name__}: {outcome.error}", launch_secrets(prefix.dispatch_launch))
-    if claims.fail(prefix, message, max_attempts, backoff_base_ms):
+    result.counts["delivered"] += outcome.acknowledged  # a partial delivery's facts that did arrive
+    if claims.fail(outcome.failed_from or prefix, message, max_attempts, backoff_base_ms):
         result.counts["failed_heads"] += 1
-        logger.warning("drain run=%s head=%s failed for good: %s", prefix.run_id, prefix.head.event_id, message)
+        logger.warning("drain run=%s head=%s failed for good: %s", prefix.run_id,
+                       (outcome.failed_from or prefix).head.event_id, message)
     else:
         result.counts["retried"] += 1
     return False

@@ -1,9 +1,16 @@
-"""A local run-ledger receiver speaking the receiver protocol, with scripted failures."""
+"""A local run-ledger receiver speaking the seed's receiver protocol, with scripted failures.
+
+It grants or withholds prefix batching, issues dispatch tokens with an `expiresAt`, as a JWT whose lifetime
+is readable, or opaque; accepts the launch's pre-minted executor tokens it is told about; answers 401 once
+when asked; and records every request's path, headers and body.
+"""
 
 from __future__ import annotations
 
+import base64
 import json
 import random
+import time
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -18,6 +25,11 @@ class FakeReceiver:
         self.sightings: list[tuple[str, str]] = []  # (run_id, event_id) in arrival order
         self.token_requests = 0
         self.hold = None  # a threading.Event the events endpoint waits on
+        self.grant_batching = False
+        self.token_style = "expires_at"  # or "jwt" (a readable exp), "opaque" (no lifetime to read)
+        self.executor_tokens: set[str] = set()  # pre-minted tokens the events endpoint accepts
+        self.unauthorized_once: set[str] = set()  # "token" / "events" / a bearer token: answered 401 once
+        self.requests: list[dict] = []  # every request: path, headers (lower-case names), body
         self.lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
@@ -29,6 +41,19 @@ class FakeReceiver:
     def close(self):
         self._server.shutdown()
         self._server.server_close()
+
+    def dispatch_token(self, run_id: str) -> dict:
+        answer = {"token": f"dispatch-{run_id}"}
+        if self.token_style == "expires_at":
+            answer["expiresAt"] = "2999-01-01T00:00:00Z"
+        elif self.token_style == "jwt":
+            answer["token"] = f"dispatch-{run_id}." + jwt_part({"exp": time.time() + 3600}) + ".sig"
+        if self.grant_batching:
+            answer["runLedgerIngressPrefixBatching"] = True
+        return answer
+
+    def event_requests(self) -> list[dict]:
+        return [request for request in self.requests if request["path"].endswith("/run-ledger/events")]
 
     def first_sightings(self, run_id: str) -> list[str]:
         seen: list[str] = []
@@ -51,21 +76,32 @@ class FakeReceiver:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def _once(self, what: str) -> bool:
+                with fake.lock:
+                    if what in fake.unauthorized_once:
+                        fake.unauthorized_once.discard(what)
+                        return True
+                return False
+
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 auth = self.headers.get("Authorization", "")
                 with fake.lock:
                     fail = fake.random.random() < fake.failure_rate
+                    fake.requests.append({"path": self.path, "body": body,
+                                          "headers": {name.lower(): value for name, value in self.headers.items()}})
                 if self.path.endswith("/run-ledger-dispatch-token"):
-                    if auth != f"Bearer {COORDINATOR_TOKEN}":
+                    if auth != f"Bearer {COORDINATOR_TOKEN}" or self._once("token"):
                         return self._answer(401)
                     with fake.lock:
                         fake.token_requests += 1
                     if fail:
                         return self._answer(503)
-                    return self._answer(200, {"token": f"dispatch-{body['runId']}", "expiresAt": "2999-01-01T00:00:00Z"})
+                    return self._answer(200, fake.dispatch_token(body["runId"]))
                 if self.path.endswith("/run-ledger/events"):
-                    if auth != f"Bearer dispatch-{body.get('runId')}":
+                    bearer = auth.removeprefix("Bearer ")
+                    accepted = bearer in fake.executor_tokens or bearer.startswith(f"dispatch-{body.get('runId')}")
+                    if not accepted or self._once("events") or self._once(bearer):
                         return self._answer(401)
                     if fake.hold is not None:
                         fake.hold.wait(60)
@@ -78,3 +114,12 @@ class FakeReceiver:
                 return self._answer(404)
 
         return Handler
+
+
+def jwt_part(claims: dict) -> str:
+    return base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("=")
+
+
+def jwt(claims: dict) -> str:
+    """A token shaped like a JWT (header.claims.signature); the scheduler reads only its lifetime."""
+    return f"{jwt_part({'alg': 'none'})}.{jwt_part(claims)}.signature"

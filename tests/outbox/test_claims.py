@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from scheduler.outbox import claims, delivery
+from scheduler.outbox import authority, claims, delivery
 from scheduler.errors import InvalidInput
 from scheduler.outbox import drainer
 from tests import factories
@@ -123,11 +123,11 @@ def test_staged_array_refusal__settled_through_the_failure_policy_not_stranded()
 
 def test_token_cache__keyed_by_schema_authority_and_receiver():
     launch = {"coordinatorInternalToken": "c", "runtimeApiBaseUrl": "https://a", "executorToken": "ignored"}
-    key = delivery.TokenCache.key("s", launch, "https://a")
-    assert key != delivery.TokenCache.key("s", launch, "https://b")
-    assert key != delivery.TokenCache.key("t", launch, "https://a")
-    assert key != delivery.TokenCache.key("s", {**launch, "coordinatorInternalToken": "d"}, "https://a")
-    assert key == delivery.TokenCache.key("s", {**launch, "executorToken": "other"}, "https://a")
+    key = authority.token_cache_key("s", launch, "https://a")
+    assert key != authority.token_cache_key("s", launch, "https://b")
+    assert key != authority.token_cache_key("t", launch, "https://a")
+    assert key != authority.token_cache_key("s", {**launch, "coordinatorInternalToken": "d"}, "https://a")
+    assert key == authority.token_cache_key("s", {**launch, "executorToken": "other"}, "https://a")
 
 
 def test_builtin_receiver__stores_once_by_event_id_and_acknowledges():

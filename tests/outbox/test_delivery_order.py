@@ -55,20 +55,20 @@ def test_four_drainers_failing_receiver__causal_first_sightings_all_delivered_fa
     runs = {f"run-{i:03d}": backlog_run(f"run-{i:03d}", facts=12 if i == 7 else 8, launch=launch, start_second=i)
             for i in range(40)}
     blocked_run = "run-007"
-    # A 2xx acknowledges a whole prefix, so a poisoned fact fails its prefix and
-    # the prefix's head is what gets failed: facts 0-7 go through, 8-11 never.
-    blocked_head = runs[blocked_run][8]
-    receiver.always_fail.add(runs[blocked_run][9])
+    # This receiver grants no prefix batching: one fact per request, so the poisoned fact itself
+    # becomes the failed head: facts 0-8 go through, 9-11 never.
+    blocked_head = runs[blocked_run][9]
+    receiver.always_fail.add(blocked_head)
     drain_with(4, max_attempts=12)
     for run_id, event_ids in runs.items():
         sightings = receiver.first_sightings(run_id)
         if run_id == blocked_run:
-            assert sightings == event_ids[:8]  # nothing after the failed head
+            assert sightings == event_ids[:9]  # nothing after the failed head
             assert one("SELECT failed_at IS NOT NULL FROM outbox WHERE event_id = %s", [blocked_head]) is True
-            assert one("SELECT count(*) FROM outbox WHERE run_id = %s AND delivered_at IS NOT NULL", [run_id]) == 8
+            assert one("SELECT count(*) FROM outbox WHERE run_id = %s AND delivered_at IS NOT NULL", [run_id]) == 9
         else:
             assert sightings == event_ids, run_id
-    assert one("SELECT count(*) FROM outbox WHERE delivered_at IS NULL") == 4
+    assert one("SELECT count(*) FROM outbox WHERE delivered_at IS NULL") == 3
     assert one("SELECT count(*) FROM outbox WHERE lease_owner IS NOT NULL") == 0
     # The failures were real and retried: something was attempted more than once.
     assert one("SELECT max(attempt_count) FROM outbox WHERE delivered_at IS NOT NULL") >= 1
@@ -82,10 +82,10 @@ def test_failed_head__requeued_by_an_operator__the_lane_moves_again(receiver):
     ids = backlog_run("run-x", facts=4, launch=launch)
     receiver.always_fail.add(ids[1])
     drain_with(1, max_attempts=2)
-    assert receiver.first_sightings("run-x") == []
-    assert one("SELECT failed_at IS NOT NULL FROM outbox WHERE event_id = %s", [ids[0]]) is True
+    assert receiver.first_sightings("run-x") == ids[:1]  # one fact per request: the first arrives, the second fails
+    assert one("SELECT failed_at IS NOT NULL FROM outbox WHERE event_id = %s", [ids[1]]) is True
     receiver.always_fail.clear()
-    assert claims.requeue_failed_head(ids[0]) is True
+    assert claims.requeue_failed_head(ids[1]) is True
     drain_with(1, max_attempts=2)
     assert receiver.first_sightings("run-x") == ids
     assert "coordinator-secret" not in (one("SELECT coalesce(string_agg(last_error, ' '), '') FROM outbox") or "")
