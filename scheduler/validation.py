@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from scheduler import messages
 from scheduler.errors import InvalidInput
 
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -128,6 +129,5 @@ def choice(value: Any, name: str, options: tuple[str, ...], *, optional: bool = 
 def admission_epoch(value: Any) -> int:
     """ADM-2: a non-negative integer that fits 53 bits, and nothing else."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value > MAX_SAFE_INTEGER:
-        raise InvalidInput("admissionEpoch must be a non-negative integer of at most 2^53 - 1",
-                           code="invalid_admission_epoch", field="admissionEpoch")
+        raise InvalidInput(messages.ADMISSION_EPOCH_REQUIRED, code="invalid_admission_epoch", field="admissionEpoch")
     return value

@@ -98,3 +98,16 @@ def receipts(answers: list[ReceiptAnswer], batch: bool) -> dict:
     if batch:
         return {"current": True, "receipts": [receipt(answer) for answer in answers]}
     return {"current": True, "receipt": receipt(answers[0])}
+
+
+def liveness(answer) -> dict:
+    return {"heartbeatAt": _iso(answer.heartbeat_at), "heartbeatIdentity": answer.heartbeat_identity,
+            "updatedAt": _iso(answer.updated_at), "status": answer.status}
+
+
+def recorded_terminal(row: dict) -> dict:
+    """A recorded runner terminal awaiting settlement: identity and outcome; never its lease token."""
+    result = row["result"] if isinstance(row["result"], dict) else {}
+    return {"releaseId": row["release_id"], "runId": row["run_id"], "attempt": row["attempt"],
+            "resultStatus": result.get("status"), "errorCode": (result.get("error") or {}).get("code")
+            if isinstance(result.get("error"), dict) else None}

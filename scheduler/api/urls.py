@@ -1,7 +1,7 @@
 from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
-from scheduler.api import views_ledger, views_receipts, views_releases, views_runner, views_runs
+from scheduler.api import views_ledger, views_reads, views_receipts, views_releases, views_runner, views_runs
 from scheduler.api.http import not_found
 
 urlpatterns = [
@@ -11,6 +11,10 @@ urlpatterns = [
     path("runs/<str:run_id>/array-input-intent", views_runs.array_input_intent),
     # The attempt is checked by the view (a JSON 400 naming it), not by a URL converter (an HTML 404).
     path("runs/<str:run_id>/attempts/<str:attempt>/standing", views_runs.attempt_standing),
+    path("runs/<str:run_id>/attempts/<str:attempt>/liveness", views_reads.runner_liveness),
+    path("runs/<str:run_id>/standing", views_reads.run_standing),
+    path("runs/<str:run_id>/terminal-array-input-intent", views_reads.terminal_array_input_intent),
+    path("runner-terminals", views_reads.recorded_terminals),
     path("runner/heartbeat", views_runner.heartbeat),
     path("runner/terminal", views_runner.runner_terminal),
     path("runner/receipts/claim", views_receipts.claim),

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
+from scheduler import messages
 from scheduler.cleanup import billing
 from scheduler.loop import Tick
+
+logger = logging.getLogger("scheduler.billing")
 
 
 @dataclass
@@ -22,5 +26,9 @@ def run_once(lease_owner: str, limit: int = 20, now=None) -> BillingTick:
         result.counts["claimed"] += 1
         row = billing.finalize(run_id, lease_owner, now)
         result.counts["billed"] += row["items_written"]
-        result.counts["finalized" if row["status"] == "finalized" else "waiting"] += 1
+        if row["status"] == "finalized":
+            result.counts["finalized"] += 1
+        else:
+            result.counts["waiting"] += 1
+            logger.info("billing run=%s: %s", run_id, messages.LATE_BILLING_WAITING)
     return result

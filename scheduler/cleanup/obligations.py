@@ -10,7 +10,7 @@ import json
 import uuid
 from dataclasses import dataclass
 
-from scheduler import db
+from scheduler import db, messages
 from scheduler.loop import backoff_ms
 
 
@@ -40,7 +40,7 @@ def adoption_pending() -> bool:
     """CLN-2: the cheap preflight must return a boolean proof."""
     pending = db.fetch_value("sandbox_cleanup_adoption_preflight")
     if not isinstance(pending, bool):
-        raise RuntimeError("sandbox cleanup adoption preflight returned no pending proof")
+        raise RuntimeError(messages.ADOPTION_PREFLIGHT_NO_PROOF)
     return pending
 
 

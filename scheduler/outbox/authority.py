@@ -27,6 +27,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
+from scheduler import messages
 from scheduler.conf import scheduler_settings
 from scheduler.outbox.claims import Prefix
 from scheduler.outbox.routing import DeliveryError, distinct_terminal_origin, is_immutable_origin, ordinary_receiver
@@ -35,7 +36,7 @@ from scheduler.redaction import launch_secrets, redact_text
 TOKEN_PATH = "/api/v2/internal/play-runtime/run-ledger-dispatch-token"
 TOKEN_REUSE_MARGIN_SECONDS = 30
 BYPASS_HEADER = "x-vercel-protection-bypass"
-ORIGIN_CHANGED = "Run Ledger dispatch origin changed within an immutable launch."
+ORIGIN_CHANGED = messages.DISPATCH_ORIGIN_CHANGED
 MAX_CACHED = 10_000
 
 

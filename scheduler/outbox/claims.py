@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import psycopg
 from django.db import connections, transaction
 
-from scheduler import db
+from scheduler import db, messages
 from scheduler.conf import scheduler_settings
 from scheduler.errors import InvalidInput
 from scheduler.kinds import TERMINAL_FACT_TYPES, HeadPriority, Lane
@@ -78,11 +78,11 @@ def list_ready_runs(lane: Lane, head_priority: HeadPriority, limit: int, exclude
 def admission_hints(limit: int, exclude_run_ids: list[str]) -> list[str]:
     """OBX-7: 1-3 ready run ids, excluding <= 32 distinct trimmed in-flight ids; reserves nothing."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 3:
-        raise InvalidInput("admission hints take a limit of 1 to 3")
+        raise InvalidInput(messages.ADMISSION_HINTS_BOUNDS, field="limit")
     if (not isinstance(exclude_run_ids, (list, tuple)) or len(exclude_run_ids) > 32
             or any(not isinstance(run_id, str) or not run_id or run_id.strip() != run_id for run_id in exclude_run_ids)
             or len(set(exclude_run_ids)) != len(exclude_run_ids)):
-        raise InvalidInput("admission hints exclude at most 32 distinct, trimmed, non-empty run ids")
+        raise InvalidInput(messages.ADMISSION_HINTS_BOUNDS, field="excludeRunIds")
     return [row["run_id"] for row in list_ready_runs(Lane.LEDGER, HeadPriority.ADMISSION_FIRST, limit, list(exclude_run_ids))]
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from scheduler import messages
 from scheduler.kinds import TERMINAL_FACT_TYPES, Lane
 from scheduler.outbox.claims import Fact, Prefix
 
-STAGED_REFUSAL = "Staged array input has no immutable terminal projection receiver."
+STAGED_REFUSAL = messages.STAGED_NO_TERMINAL_RECEIVER
 
 
 class DeliveryError(Exception):

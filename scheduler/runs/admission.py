@@ -13,7 +13,7 @@ from typing import Callable, TypeVar
 
 from django.db import transaction
 
-from scheduler import db, validation
+from scheduler import db, messages, validation
 from scheduler.errors import InvalidInput, OpeningRefused
 from scheduler.kinds import Environment, values
 
@@ -30,7 +30,7 @@ class Admission:
 def admission_keys(release_id, environment=None) -> list[str]:
     """ADM-1: the write keys of a release, `<environment>:<release>` then `<release>`."""
     if not isinstance(release_id, str) or not release_id.strip():
-        raise InvalidInput("releaseId must be a non-empty string", field="releaseId")
+        raise InvalidInput(messages.RELEASE_ID_REQUIRED, field="releaseId")
     release_id = release_id.strip()
     if environment is None:
         return [release_id]
@@ -67,10 +67,7 @@ def set_admission(release_id, accepting, admission_epoch, environment=None) -> A
             sorted(row["release_id"] for row in rows) != sorted(keys)
             or any(not row["accepting"] or row["admission_epoch"] != epoch for row in rows)
         ):
-            raise OpeningRefused(
-                f'release admission opening refused for "{release_id.strip()}" at epoch {epoch}: '
-                f"a newer epoch is recorded"
-            )
+            raise OpeningRefused(messages.opening_refused(release_id.strip(), epoch))
     return read_admission(release_id, environment)
 
 

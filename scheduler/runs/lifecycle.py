@@ -177,8 +177,12 @@ class Standing:
     superseded: bool
 
 
-def attempt_standing(run_id: str, attempt: int) -> Standing | None:
-    """RUN-5: where a run and one attempt stand; None when the run is missing."""
+def attempt_standing(run_id: str, attempt: int | None) -> Standing | None:
+    """RUN-5: where a run and one attempt stand; None when the run is missing.
+
+    With no attempt (a token that names none) the seed's answer: the run's status, no attempt status, not
+    superseded.
+    """
     row = db.fetch_one("attempts_read_standing", {"run_id": run_id, "attempt": attempt})
     return None if row is None else Standing(row["run_status"], row["attempt_status"], row["superseded"])
 

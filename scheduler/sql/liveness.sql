@@ -13,7 +13,10 @@ WITH detached AS MATERIALIZED (
     FROM __schema__.runs AS run
     JOIN __schema__.attempts AS attempt
       ON attempt.run_id = run.run_id
-     AND to_jsonb(attempt.attempt) = run.suspension_json -> 'runnerAttempt'
+     -- As the seed's discovery: runnerAttempt read as text and cast, so 1 and "1" both name attempt 1; a value
+     -- that is no integer names none (the seed's bare cast would fail the whole sweep on it).
+     AND attempt.attempt = CASE WHEN run.suspension_json ->> 'runnerAttempt' ~ '^[0-9]{1,9}$'
+                                THEN (run.suspension_json ->> 'runnerAttempt')::integer END
     WHERE run.status IN ('running', 'waiting')
       AND run.suspension_json ->> 'kind' = 'detached_runner'
       AND attempt.status IN ('running', 'waiting')
@@ -41,11 +44,13 @@ WITH detached AS MATERIALIZED (
 )
 SELECT 'settle' AS work, provider, release_id, run_id, attempt, lease_token,
        to_char(heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS heartbeat_identity,
+       (extract(epoch FROM heartbeat_at) * 1000)::bigint AS heartbeat_at_ms,
        suspension_json
 FROM unsettled
 UNION ALL
 SELECT 'inspect', provider, release_id, run_id, attempt, lease_token,
        to_char(heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       (extract(epoch FROM heartbeat_at) * 1000)::bigint,
        suspension_json
 FROM stale
 WHERE provider_rank <= %(limit)s::integer
@@ -66,6 +71,8 @@ UPDATE __schema__.attempts AS target
 SET runner_result_json = %(result)s::jsonb,
     runner_log_payload_json = CASE WHEN parked_run.run_log_store = 'planet_scale' THEN %(log_payload)s::jsonb END,
     runner_terminal_received_at = clock_timestamp(),
+    -- As the seed's verdict: the judged attempt's last liveness fact is the verdict itself.
+    heartbeat_at = now(),
     updated_at = now()
 FROM parked_run
 WHERE target.run_id = parked_run.run_id

@@ -30,7 +30,7 @@ class Command(SchedulerCommand):
                 # Audited like the admin's action; a refused opening changes nothing and says why.
                 repair = repairs.set_release_admission(release_id, action == "open", options["epoch"], environment,
                                                        command_actor(), options["reason"])
-                if not repair.changed and repair.outcome.startswith("nothing changed: release admission opening"):
+                if not repair.changed and "admission opening refused" in repair.outcome:
                     raise CommandError(repair.outcome.removeprefix("nothing changed: "))
                 state = admission.read_admission(release_id, environment)
         except SchedulerError as error:

@@ -1,0 +1,64 @@
+"""Read-only control endpoints (internal bearer token): runner liveness, a run's standing without an attempt,
+a terminal run's array-input intent, recorded terminals over several release lanes."""
+
+from django.http import JsonResponse
+
+from scheduler import validation
+from scheduler.api import responses
+from scheduler.api.auth import require_internal_token
+from scheduler.api.http import api_view, path_id
+from scheduler.errors import InvalidInput, NotFound
+from scheduler.runs import lifecycle, reads
+
+
+def _attempt(value: str) -> int:
+    """An attempt from the URL path: a JSON 400 naming it, never a 404 page."""
+    number = int(value) if value.isdigit() and len(value) <= 10 else None
+    if number is None or not 1 <= number <= validation.MAX_INT32:
+        raise InvalidInput(f"attempt must be an integer between 1 and {validation.MAX_INT32}", field="attempt")
+    return number
+
+
+@api_view("GET")
+def runner_liveness(request, run_id, attempt):
+    require_internal_token(request)
+    run_id = path_id(run_id, "runId")
+    answer = reads.runner_liveness(run_id, _attempt(attempt))
+    if answer is None:
+        raise NotFound(f"attempt {attempt} of run {run_id} not found")
+    return JsonResponse(responses.liveness(answer))
+
+
+@api_view("GET")
+def run_standing(request, run_id):
+    """The executor attempt standing for a token that names no attempt (the seed's null attempt)."""
+    require_internal_token(request)
+    run_id = path_id(run_id, "runId")
+    standing = lifecycle.attempt_standing(run_id, None)
+    if standing is None:
+        raise NotFound(f"run {run_id} not found")
+    return JsonResponse(responses.standing(standing))
+
+
+@api_view("GET")
+def terminal_array_input_intent(request, run_id):
+    require_internal_token(request)
+    run_id = path_id(run_id, "runId")
+    org_id = validation.text(request.GET.get("orgId"), "orgId")
+    intent = reads.terminal_array_input_intent(run_id, org_id)
+    return JsonResponse({"runId": run_id, "playName": intent.play_name, "started": intent.started})
+
+
+@api_view("GET")
+def recorded_terminals(request):
+    """?release=A&release=B&unreleased=true&limit=N: per lane, at most N."""
+    require_internal_token(request)
+    releases = [validation.text(value, "release") for value in request.GET.getlist("release")]
+    unreleased = request.GET.get("unreleased", "false")
+    if unreleased not in ("true", "false"):
+        raise InvalidInput("unreleased must be true or false", field="unreleased")
+    limit = request.GET.get("limit", "100")
+    if not limit.isdigit() or len(limit) > 6:
+        raise InvalidInput(f"limit must be between 1 and {reads.MAX_LANE_LIMIT}", field="limit")
+    rows = reads.recorded_terminals_by_lane(releases, include_unreleased=unreleased == "true", lane_limit=int(limit))
+    return JsonResponse({"terminals": [responses.recorded_terminal(row) for row in rows]})
