@@ -169,6 +169,7 @@ class SchedulerSettings:
     prepare_statements = Setting(True, _boolean)
     plan_cache_mode = Setting("auto", _one_of(PLAN_CACHE_MODES))
     claim_lease_seconds = Setting(300, _integer(1))
+    dispatch_starts = Setting(32, _integer(1, 256))
     cleanup_lease_seconds = Setting(120, _integer(1))
     settle_batch_size = Setting(32, _integer(1, 500))
     heartbeat_timeout_ms = Setting(60_000, _integer(1))

@@ -96,9 +96,10 @@ class LoopCommand(SchedulerCommand):
                             help="seconds between ticks when idle")
 
     def run_loop(self, tick: Callable[[], Tick | dict], options: dict, logger: logging.Logger, *,
-                 wake_channel: str | None = None) -> None:
-        """Run one Loop; with `wake_channel`, a NOTIFY on it ends an idle wait at once."""
-        loop = Loop(self.loop_name, tick, interval=options["interval"], once=options["once"], logger=logger)
+                 wake_channel: str | None = None, finish: Callable[[], object] | None = None) -> None:
+        """Run one Loop; with `wake_channel`, a NOTIFY on it ends an idle wait at once; `finish` runs at its end."""
+        loop = Loop(self.loop_name, tick, interval=options["interval"], once=options["once"], logger=logger,
+                    finish=finish)
         if wake_channel and not options["once"]:
             listen(wake_channel, loop.stopping, loop.wake, logger)
         self.exit_with(loop.run)

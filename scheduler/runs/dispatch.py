@@ -1,5 +1,10 @@
 """Dispatch (RUN-2, RUN-3): claim queued runs, start each in its sandbox, park it.
 
+Starts run concurrently (DispatchPool): a dispatcher keeps up to
+SCHEDULER_DISPATCH_STARTS starts in flight, parks each as soon as its start
+returns, and claims only as many runs as it has free start slots, so no claim
+waits behind another's start while its claim lease runs.
+
 The runner token handed to the sandbox is scoped to the claim's lease. A
 sandbox that started but could not park (its runner already settled, or the
 claim was lost) keeps its billing resource and gets a cleanup obligation, so
@@ -10,13 +15,17 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+
+from django.db import connection, connections
 
 from scheduler import db
 from scheduler.conf import PROJECT_DIR, scheduler_settings
 from scheduler.kinds import FailureCode, Provider, ResultStatus, values
-from scheduler.loop import Tick
+from scheduler.loop import Tick, describe
 from scheduler.providers import ProviderError, get_provider, sandbox_placement
 from scheduler.providers.base import StartRequest
 from scheduler.runs import lifecycle, settlement
@@ -151,14 +160,91 @@ def _keep_what_a_failed_start_left(claim: lifecycle.Claim, request: StartRequest
                     claim.run_id, claim.attempt, ref.sandbox_id)
 
 
-def run_once(limit: int = 10) -> DispatchTick:
+def start_claim(claim: lifecycle.Claim, result: DispatchTick) -> None:
+    """One claimed run: refused when its launch cannot start, else started and parked."""
+    problem = launch_problem(claim.launch)
+    if problem:
+        refuse_launch(claim, problem, result)
+    else:
+        dispatch_claim(claim, result)
+
+
+class DispatchPool:
+    """Up to `max_starts` starts in flight; each tick claims only free slots and hands each claim to a thread."""
+
+    def __init__(self, max_starts: int | None = None):
+        self.max_starts = max_starts or scheduler_settings.dispatch_starts
+        self._executor = ThreadPoolExecutor(self.max_starts, thread_name_prefix="dispatch-start")
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self._finished = DispatchTick()
+        self._slot_freed = threading.Event()
+
+    def tick(self, limit: int, *, slot_wait: float = 1.0) -> Tick:
+        """Claim min(limit, free slots) runs and start them; with no free slot, wait (bounded) for one."""
+        free = self.max_starts - self._in_flight
+        if free <= 0:
+            self._slot_freed.wait(slot_wait)
+            self._slot_freed.clear()
+            return Tick(self._take_counts(0), again=True)
+        wanted = min(limit, free)
+        claims = lifecycle.claim_queued_runs(wanted)
+        for claim in claims:
+            with self._lock:
+                self._in_flight += 1
+            self._executor.submit(self._start, claim)
+        return Tick(self._take_counts(len(claims)), again=bool(claims) and len(claims) == wanted)
+
+    def _start(self, claim: lifecycle.Claim) -> None:
+        partial = DispatchTick()
+        try:
+            start_claim(claim, partial)
+        except Exception as error:  # noqa: BLE001 - the claim lease expires and the sweep recovers it (RUN-9)
+            logger.warning("dispatch run=%s attempt=%s start failed in its thread: %s", claim.run_id, claim.attempt,
+                           describe(error))
+        finally:
+            # The thread keeps its connection for its next start (a new connection and its prepared statements
+            # cost more than a start's own statements); close() closes them all.
+            with self._lock:
+                self._in_flight -= 1
+                for key, value in partial.counts.items():
+                    self._finished.counts[key] += value
+            self._slot_freed.set()
+
+    def _take_counts(self, claimed: int) -> dict:
+        with self._lock:
+            counts, self._finished = self._finished.counts, DispatchTick()
+        counts["claimed"] = claimed
+        return counts
+
+    def close(self) -> dict:
+        """Wait for the starts in flight (each parks or is settled), close every start thread's connection, stop."""
+        every_thread = threading.Barrier(self.max_starts)
+
+        def close_this_threads_connection() -> None:
+            connections.close_all()
+            every_thread.wait(60)  # so each of the pool's threads runs exactly one of these
+
+        for _ in range(self.max_starts):
+            self._executor.submit(close_this_threads_connection)
+        self._executor.shutdown(wait=True)
+        return self._take_counts(0)
+
+
+def run_once(limit: int = 10, max_starts: int | None = None) -> DispatchTick:
+    """One claim of up to `limit` runs, started concurrently; returns once every start has parked or failed.
+
+    Inside a caller's transaction the starts run in this thread instead: other threads could not see it.
+    """
     result = DispatchTick()
-    claims = lifecycle.claim_queued_runs(limit)
-    result.counts["claimed"] = len(claims)
-    for claim in claims:
-        problem = launch_problem(claim.launch)
-        if problem:
-            refuse_launch(claim, problem, result)
-        else:
-            dispatch_claim(claim, result)
+    if connection.in_atomic_block:
+        claims = lifecycle.claim_queued_runs(limit)
+        result.counts["claimed"] = len(claims)
+        for claim in claims:
+            start_claim(claim, result)
+        return result
+    pool = DispatchPool(max_starts or min(limit, scheduler_settings.dispatch_starts))
+    claimed = pool.tick(limit).counts["claimed"]
+    result.counts.update(pool.close())
+    result.counts["claimed"] = claimed
     return result

@@ -15,6 +15,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # many starts in flight at once connect together; the default 5 resets them
+    daemon_threads = True
+
+
 class FakeDaytona:
     def __init__(self, keys: dict[str, str]):
         self.keys = keys  # api key -> organization
@@ -22,7 +27,10 @@ class FakeDaytona:
         self.scripted: list[tuple[str, int, object, dict, str]] = []
         self.requests: list[tuple[str, str]] = []
         self.busy: set[str] = set()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.create_gate = None  # called before a sandbox create answers (a barrier, an event to wait on)
+        self._ids = iter(range(1, 10**9))
+        self._lock = threading.Lock()
+        self._server = _Server(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
@@ -77,8 +85,11 @@ class FakeDaytona:
                 url = urlsplit(self.path)
                 parts = url.path[len("/api/"):].split("/")
                 if parts[0] == "sandbox" and len(parts) == 1 and method == "POST":
-                    sandbox_id = f"dt-{len(fake.sandboxes) + 1}"
-                    fake.add(sandbox_id, organization)
+                    if fake.create_gate is not None:
+                        fake.create_gate()
+                    with fake._lock:
+                        sandbox_id = f"dt-{next(fake._ids)}"
+                        fake.add(sandbox_id, organization)
                     fake.sandboxes[sandbox_id]["env"] = (payload or {}).get("envVars")
                     fake.sandboxes[sandbox_id]["labels"] = (payload or {}).get("labels") or {}
                     return self._send(200, fake.sandboxes[sandbox_id])

@@ -1,0 +1,129 @@
+"""Dispatch benchmark: launch→parked latency and starts per second against a fake Daytona over loopback HTTP.
+
+Runs are launched at once (one statement), then `dispatch_runs` processes (the real command, its pool of
+concurrent starts) drain the queue while the fake's sandbox create takes 0 ms, then 500 ms. Launch→parked is
+the run's created_at to the start time its suspension records just before parking.
+
+Run: ./dev bench dispatch [--quick] [--check]   (by hand, never in CI)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import harness
+
+RUNS = 2_000
+ORG = "org-bench"
+
+
+def seed_queued(count: int) -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO runs (run_id, org_id, play_name, status, launch_json, max_attempts, created_at)
+            SELECT 'dispatch-' || lpad(i::text, 6, '0'), %(org)s, 'bench:play', 'queued',
+                   '{"sandboxProvider": "daytona"}'::jsonb, 1, clock_timestamp()
+            FROM generate_series(1, %(count)s) AS i
+            """, {"org": ORG, "count": count})
+        cursor.execute("ANALYZE runs")
+
+
+def unsettled() -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM runs WHERE status IN ('queued', 'running')")
+        return cursor.fetchone()[0]
+
+
+def parked() -> tuple[int, list[float], float]:
+    """(parked runs, launch->parked ms of each, seconds from the first launch to the last park)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("""
+            SELECT (run.suspension_json ->> 'startedAtMs')::double precision
+                   - extract(epoch FROM run.created_at) * 1000,
+                   (run.suspension_json ->> 'startedAtMs')::double precision / 1000
+                   - extract(epoch FROM min(run.created_at) OVER ())
+            FROM runs AS run WHERE run.status = 'waiting'""")
+        rows = cursor.fetchall()
+    return len(rows), [row[0] for row in rows], max((row[1] for row in rows), default=0.0)
+
+
+def dispatchers(bench_url: str, fake_url: str, count: int) -> list[subprocess.Popen]:
+    env = dict(os.environ, DATABASE_URL=bench_url, LOG_LEVEL="WARNING", SCHEDULER_DAYTONA_API_URL=fake_url,
+               SCHEDULER_DAYTONA_API_KEYS=json.dumps({ORG: "key-bench"}))
+    return [subprocess.Popen([sys.executable, str(harness.PROJECT_DIR / "manage.py"), "dispatch_runs",
+                              "--interval", "0.2"], cwd=harness.PROJECT_DIR, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(count)]
+
+
+def listening() -> int:
+    """Dispatchers up and waiting for launches (their LISTEN connection's last statement)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN%%run_queued%%'")
+        return cursor.fetchone()[0]
+
+
+def measure(bench_url: str, fake, runs: int, start_ms: int, processes: int) -> dict:
+    fake.create_gate = (lambda: time.sleep(start_ms / 1000)) if start_ms else None
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE runs CASCADE")
+    workers = dispatchers(bench_url, fake.url, processes)
+    deadline = time.monotonic() + 600
+    while listening() < processes and time.monotonic() < deadline:
+        time.sleep(0.1)  # launch once every dispatcher waits: its start-up is not dispatch latency
+    seed_queued(runs)
+    try:
+        while unsettled() and time.monotonic() < deadline:
+            time.sleep(0.5)
+    finally:
+        for worker in workers:
+            worker.terminate()
+        for worker in workers:
+            worker.wait(60)
+    count, latencies, span = parked()
+    assert count == runs, f"only {count} of {runs} runs parked"
+    return {"p50": harness.percentile(latencies, 0.5), "p99": harness.percentile(latencies, 0.99),
+            "rate": runs / span if span else float("inf")}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="a fifth of the runs, for a smoke run")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    args = parser.parse_args()
+    runs = RUNS // 5 if args.quick else RUNS
+    bench_url = harness.recreate_database(harness.server_url())
+    harness.setup_django(bench_url)
+    from tests.providers.fake_daytona import FakeDaytona
+
+    with FakeDaytona({"key-bench": ORG}) as fake:
+        instant = measure(bench_url, fake, runs, 0, 1)
+        one = measure(bench_url, fake, runs, 500, 1)
+        two = measure(bench_url, fake, runs, 500, 2)
+    rows = [("measure", "value", "reference", "ratio", "target"),
+            (f"{runs} launched at once, 0 ms starts, 1 dispatcher: launch->parked p50 (ms)", f"{instant['p50']:.0f}",
+             f"p99 {instant['p99']:.0f} ms, {instant['rate']:.0f} starts/s", f"{instant['p50']:.1f}", "<= 20"),
+            ("  500 ms starts, 1 dispatcher (starts/s)", f"{one['rate']:.0f}",
+             f"p50 {one['p50']:.0f} ms, p99 {one['p99']:.0f} ms", f"{one['rate']:.1f}", ">= 50"),
+            ("  500 ms starts, 2 dispatchers (starts/s)", f"{two['rate']:.0f}", "1 dispatcher",
+             f"{two['rate'] / one['rate']:.2f}", ">= 1.70")]
+    harness.report(f"dispatch benchmark ({'quick' if args.quick else 'full'})", rows, args.check)
+
+
+if __name__ == "__main__":
+    main()
