@@ -60,5 +60,6 @@ def test_parse_blocks__refuses_duplicates_and_missing_comment():
 def test_plan_markers__parsed():
     marks = {name: sql_blocks.plan_mark(name) for name in sql_blocks.raw_blocks()}
     custom = {name for name, mark in marks.items() if mark == "custom"}
-    assert {"outbox_list_ready_runs", "runs_list_liveness_work"} <= custom
+    assert {"outbox_list_ready_runs", "runs_list_liveness_work_historical"} <= custom
+    assert marks["runs_list_liveness_work"] == "generic"  # an index probe whatever its parameters
     assert marks["attempts_settle"] == marks["runs_claim_queued"] == "generic"

@@ -35,8 +35,11 @@ def test_no_block_spells_a_shared_definition_by_hand(what):
 
 
 def test_every_fence_on_a_newer_attempt_uses_the_one_definition():
-    uses = [name for name, text in _source_blocks() if "{{newer_attempt_exists(" in text]
-    assert len(uses) == 7, uses
+    fenced_fragments = [name for name, (_, body) in FRAGMENTS.items() if "{{newer_attempt_exists(" in body]
+    assert sorted(fenced_fragments) == ["liveness_work", "receipt_fence"]
+    uses = [name for name, text in _source_blocks()
+            if any(f"{{{{{fragment}(" in text for fragment in ["newer_attempt_exists", *fenced_fragments])]
+    assert len(uses) == 15, uses
     status_list = re.search(r"newer\.status IN \([^)]*\)", FRAGMENTS["newer_attempt_exists"][1]).group(0)
     assert all(status_list in sql.raw_blocks()[name] for name in uses)
 

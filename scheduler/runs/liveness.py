@@ -20,7 +20,11 @@ import json
 import logging
 from dataclasses import dataclass, field
 
+import psycopg
+from django.db import transaction
+
 from scheduler import db
+from scheduler.conf import scheduler_settings
 from scheduler.kinds import SUSPENSION_FALLBACK_PROVIDER, FailureCode, Provider, ResultStatus, VerdictKind, values
 from scheduler.providers import Inspection, ProviderError, SandboxRef, get_provider, sandbox_placement
 from scheduler.runs import settlement
@@ -62,11 +66,22 @@ def record_verdict(kind: VerdictKind, row: dict, result: dict, now: dt.datetime 
 
 
 def discover(limit: int, default_timeout_ms: int, after_run_ids: dict | None = None, now=None) -> list[dict]:
-    return db.fetch_all("runs_list_liveness_work", {
+    """SWP-1, SWP-2: what needs action. Through attempts.liveness_deadline's index where the column exists
+    (read from the catalog every tick, never cached: a deploy may add it); else the historical statement."""
+    params = {
         "limit": max(1, min(100, int(limit))), "default_timeout_ms": default_timeout_ms,
         "after_run_ids": json.dumps(after_run_ids or {}), "now": now,
         "providers": list(values(Provider)), "fallback_provider": SUSPENSION_FALLBACK_PROVIDER,
-    })
+    }
+    table = f'"{scheduler_settings.schema}".attempts'
+    if db.fetch_value("schema_column_present", {"table": table, "column": "liveness_deadline"}):
+        try:
+            with transaction.atomic():  # a savepoint inside a caller's transaction: the fallback still runs
+                return db.fetch_all("runs_list_liveness_work", params)
+        except psycopg.errors.UndefinedColumn as error:
+            if "liveness_deadline" not in str(error):
+                raise
+    return db.fetch_all("runs_list_liveness_work_historical", params)
 
 
 def next_cursors(result: LivenessTick, limit: int) -> dict:

@@ -38,6 +38,8 @@ REQUIRED_INDEXES = (
     "runtime_scheduler_cleanup_v2_pending_created_idx",
     "runtime_scheduler_cleanup_v2_blocked_idx",
     "runtime_scheduler_runs_created_idx",
+    "runtime_scheduler_attempts_liveness_deadline_idx",
+    "runtime_scheduler_attempts_recorded_unsettled_idx",
 )
 LEGACY_CLEANUP_PENDING_INDEX = "runtime_scheduler_sandbox_cleanup_legacy_pending_idx"
 REQUIRED_FUNCTIONS = (

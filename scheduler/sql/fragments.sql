@@ -74,6 +74,85 @@ RETURNING event_id
          THEN ({suspension} ->> 'heartbeatTimeoutMs')::double precision
          ELSE %(default_timeout_ms)s::double precision END) * interval '1 millisecond')
 
+-- fragment: liveness_deadline(suspension, heartbeat_at)
+-- SWP-1: the value the park and heartbeat statements keep in attempts.liveness_deadline: runner_deadline without
+-- a default timeout, so NULL (a candidate to recheck, never missed) when the suspension names no usable timeout.
+(coalesce({heartbeat_at},
+          CASE WHEN jsonb_typeof({suspension} -> 'startedAtMs') = 'number'
+               THEN to_timestamp(({suspension} ->> 'startedAtMs')::double precision / 1000) END)
+ + CASE WHEN jsonb_typeof({suspension} -> 'heartbeatTimeoutMs') = 'number'
+             AND ({suspension} ->> 'heartbeatTimeoutMs')::double precision >= 0
+        THEN ({suspension} ->> 'heartbeatTimeoutMs')::double precision * interval '1 millisecond' END)
+
+-- fragment: attempt_candidate_columns()
+-- SWP-1: the attempt columns liveness discovery reads, carried by its candidates (no second read of the attempt).
+attempt.run_id, attempt.attempt, attempt.lease_token, attempt.status, attempt.heartbeat_at, attempt.runner_result_json
+
+-- fragment: liveness_work(candidates)
+-- SWP-1, SWP-2: liveness discovery over `candidates` (a parenthesized SELECT of attempt rows: run_id, attempt,
+-- lease_token, status, heartbeat_at, runner_result_json): recorded terminals
+-- to settle, stale parked runners to inspect (each rechecked with runner_deadline), paged per provider.
+WITH candidate AS MATERIALIZED {candidates},
+detached AS MATERIALIZED (
+    SELECT run.run_id, attempt.attempt, attempt.lease_token,
+           attempt.status AS attempt_status, run.status AS run_status,
+           attempt.heartbeat_at,
+           attempt.runner_result_json IS NULL AS no_runner_result,
+           attempt.runner_result_json ->> 'status' AS runner_result_status,
+           run.suspension_json, run.wait_deadline,
+           nullif(run.launch_json ->> 'absurdReleaseId', '') AS release_id,
+           {{suspension_provider(run.suspension_json)}} AS provider
+    FROM candidate AS attempt
+    -- Each candidate's run by its key (OFFSET 0 keeps the planner from hashing every parked run instead).
+    CROSS JOIN LATERAL (
+        SELECT parked.run_id, parked.status, parked.suspension_json, parked.wait_deadline, parked.launch_json
+        FROM __schema__.runs AS parked
+        WHERE parked.run_id = attempt.run_id
+        OFFSET 0
+    ) AS run
+    WHERE run.status IN ('running', 'waiting')
+      -- As the seed's discovery: runnerAttempt read as text and cast, so 1 and "1" both name attempt 1; a value
+      -- that is no integer names none (the seed's bare cast would fail the whole sweep on it).
+      AND attempt.attempt = CASE WHEN run.suspension_json ->> 'runnerAttempt' ~ '^[0-9]{1,9}$'
+                                 THEN (run.suspension_json ->> 'runnerAttempt')::integer END
+      AND run.suspension_json ->> 'kind' = 'detached_runner'
+      AND attempt.status IN ('running', 'waiting')
+      AND attempt.lease_token IS NOT NULL
+      AND NOT {{newer_attempt_exists(attempt.run_id, attempt.attempt)}}
+), unsettled AS (
+    SELECT * FROM detached
+    WHERE runner_result_status IN ('completed', 'failed')
+    ORDER BY run_id
+    LIMIT %(limit)s::integer
+), stale AS (
+    SELECT detached.*, row_number() OVER (PARTITION BY provider ORDER BY run_id) AS provider_rank
+    FROM detached
+    WHERE provider = ANY (%(providers)s::text[])
+      AND no_runner_result
+      AND attempt_status = 'waiting'
+      AND run_status = 'waiting'
+      AND (wait_deadline IS NULL OR wait_deadline > coalesce(%(now)s::timestamptz, clock_timestamp()))
+      AND run_id > coalesce(%(after_run_ids)s::jsonb ->> provider, '')
+      AND NOT EXISTS (
+          SELECT 1 FROM __schema__.control AS cancel
+          WHERE cancel.key = {{cancel_key(detached.run_id)}}
+      )
+      AND {{runner_deadline(suspension_json, heartbeat_at)}} <= coalesce(%(now)s::timestamptz, clock_timestamp())
+)
+SELECT 'settle' AS work, provider, release_id, run_id, attempt, lease_token,
+       to_char(heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS heartbeat_identity,
+       (extract(epoch FROM heartbeat_at) * 1000)::bigint AS heartbeat_at_ms,
+       suspension_json
+FROM unsettled
+UNION ALL
+SELECT 'inspect', provider, release_id, run_id, attempt, lease_token,
+       to_char(heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+       (extract(epoch FROM heartbeat_at) * 1000)::bigint,
+       suspension_json
+FROM stale
+WHERE provider_rank <= %(limit)s::integer
+ORDER BY run_id
+
 -- fragment: receipt_fence()
 -- RCP-1: the CTE every receipt statement starts with: the caller's run is open and its attempt (with its lease) is
 -- the run's current one. The run row is share-locked first, as every writer takes the run lock first: a settlement

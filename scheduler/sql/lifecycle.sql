@@ -86,7 +86,8 @@ WITH locked_run AS MATERIALIZED (
     FOR NO KEY UPDATE
 ), parked_attempt AS (
     UPDATE __schema__.attempts AS target
-    SET status = 'waiting', updated_at = now()
+    SET status = 'waiting', updated_at = now(),
+        liveness_deadline = {{liveness_deadline(%(suspension)s::jsonb, target.heartbeat_at)}}
     FROM locked_run
     WHERE target.run_id = locked_run.run_id
       AND target.attempt = %(attempt)s::integer
@@ -120,19 +121,22 @@ WITH locked_run AS MATERIALIZED (
 SELECT EXISTS (SELECT 1 FROM parked_run) AS parked;
 
 -- name: attempts_heartbeat
--- Bump heartbeat_at only on the current attempt (exact attempt active, run open, no newer attempt, lease matches); report a queued cancel (RUN-4).
-WITH bumped AS (
+-- Bump heartbeat_at (and the liveness deadline it implies) only on the current attempt (exact attempt active, run open, no newer attempt, lease matches); report a queued cancel (RUN-4).
+WITH clock AS (
+    SELECT clock_timestamp() AS now
+), bumped AS (
     UPDATE __schema__.attempts AS target
-    SET heartbeat_at = greatest(clock_timestamp(), target.heartbeat_at + interval '1 microsecond'),
+    SET heartbeat_at = greatest(clock.now, target.heartbeat_at + interval '1 microsecond'),
+        liveness_deadline = {{liveness_deadline(run.suspension_json,
+                                                greatest(clock.now, target.heartbeat_at + interval '1 microsecond'))}},
         updated_at = now()
+    FROM __schema__.runs AS run, clock
     WHERE target.run_id = %(run_id)s::text
       AND target.attempt = %(attempt)s::integer
       AND target.lease_token = %(lease_token)s::text
       AND target.status IN ('claimed', 'running', 'waiting')
-      AND EXISTS (
-          SELECT 1 FROM __schema__.runs AS run
-          WHERE run.run_id = target.run_id AND run.status IN ('running', 'waiting')
-      )
+      AND run.run_id = target.run_id
+      AND run.status IN ('running', 'waiting')
       AND NOT {{newer_attempt_exists(target.run_id, target.attempt)}}
     RETURNING target.heartbeat_at
 )

@@ -1,60 +1,24 @@
 -- name: runs_list_liveness_work
--- Read-only liveness discovery across every release lane: recorded terminals to settle, and stale parked runners to inspect, paged per provider after a per-provider cursor (SWP-1, SWP-2).
+-- Read-only liveness discovery across every release lane: recorded terminals to settle, and stale parked runners to inspect, paged per provider after a per-provider cursor (SWP-1, SWP-2); candidates found through liveness_deadline's index, so an idle tick costs an index probe, not a read of every parked run.
+-- plan: generic
+{{liveness_work((
+    SELECT {{attempt_candidate_columns()}} FROM __schema__.attempts AS attempt
+    WHERE attempt.status = 'waiting' AND attempt.runner_result_json IS NULL
+      -- now(), stable, can be an index condition (clock_timestamp() cannot); the recheck below uses the clock.
+      AND (attempt.liveness_deadline IS NULL
+           OR attempt.liveness_deadline <= coalesce(%(now)s::timestamptz, now()))
+    UNION ALL
+    SELECT {{attempt_candidate_columns()}} FROM __schema__.attempts AS attempt
+    WHERE attempt.status IN ('claimed', 'running', 'waiting') AND attempt.runner_result_json IS NOT NULL
+))}};
+
+-- name: runs_list_liveness_work_historical
+-- The same discovery on a schema without attempts.liveness_deadline (SCH-3, reader-first): every active attempt is a candidate.
 -- plan: custom
-WITH detached AS MATERIALIZED (
-    SELECT run.run_id, attempt.attempt, attempt.lease_token,
-           attempt.status AS attempt_status, run.status AS run_status,
-           attempt.heartbeat_at,
-           attempt.runner_result_json IS NULL AS no_runner_result,
-           attempt.runner_result_json ->> 'status' AS runner_result_status,
-           run.suspension_json, run.wait_deadline,
-           nullif(run.launch_json ->> 'absurdReleaseId', '') AS release_id,
-           {{suspension_provider(run.suspension_json)}} AS provider
-    FROM __schema__.runs AS run
-    JOIN __schema__.attempts AS attempt
-      ON attempt.run_id = run.run_id
-     -- As the seed's discovery: runnerAttempt read as text and cast, so 1 and "1" both name attempt 1; a value
-     -- that is no integer names none (the seed's bare cast would fail the whole sweep on it).
-     AND attempt.attempt = CASE WHEN run.suspension_json ->> 'runnerAttempt' ~ '^[0-9]{1,9}$'
-                                THEN (run.suspension_json ->> 'runnerAttempt')::integer END
-    WHERE run.status IN ('running', 'waiting')
-      AND run.suspension_json ->> 'kind' = 'detached_runner'
-      AND attempt.status IN ('running', 'waiting')
-      AND attempt.lease_token IS NOT NULL
-      AND NOT {{newer_attempt_exists(attempt.run_id, attempt.attempt)}}
-), unsettled AS (
-    SELECT * FROM detached
-    WHERE runner_result_status IN ('completed', 'failed')
-    ORDER BY run_id
-    LIMIT %(limit)s::integer
-), stale AS (
-    SELECT detached.*, row_number() OVER (PARTITION BY provider ORDER BY run_id) AS provider_rank
-    FROM detached
-    WHERE provider = ANY (%(providers)s::text[])
-      AND no_runner_result
-      AND attempt_status = 'waiting'
-      AND run_status = 'waiting'
-      AND (wait_deadline IS NULL OR wait_deadline > coalesce(%(now)s::timestamptz, clock_timestamp()))
-      AND run_id > coalesce(%(after_run_ids)s::jsonb ->> provider, '')
-      AND NOT EXISTS (
-          SELECT 1 FROM __schema__.control AS cancel
-          WHERE cancel.key = {{cancel_key(detached.run_id)}}
-      )
-      AND {{runner_deadline(suspension_json, heartbeat_at)}} <= coalesce(%(now)s::timestamptz, clock_timestamp())
-)
-SELECT 'settle' AS work, provider, release_id, run_id, attempt, lease_token,
-       to_char(heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS heartbeat_identity,
-       (extract(epoch FROM heartbeat_at) * 1000)::bigint AS heartbeat_at_ms,
-       suspension_json
-FROM unsettled
-UNION ALL
-SELECT 'inspect', provider, release_id, run_id, attempt, lease_token,
-       to_char(heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-       (extract(epoch FROM heartbeat_at) * 1000)::bigint,
-       suspension_json
-FROM stale
-WHERE provider_rank <= %(limit)s::integer
-ORDER BY run_id;
+{{liveness_work((
+    SELECT {{attempt_candidate_columns()}} FROM __schema__.attempts AS attempt
+    WHERE attempt.status IN ('running', 'waiting')
+))}};
 
 -- name: attempts_record_parked_verdict
 -- The sweep's first write: record the runner terminal a parked attempt would, fenced in one statement on everything a provider read could have outdated (SWP-4, RUN-10, SWP-7).

@@ -1,0 +1,71 @@
+"""SWP-1 at the cost of what is stale: attempts.liveness_deadline, kept by park and heartbeat, found by index;
+older writers (NULL or outdated deadlines) and a schema without the column are tolerated."""
+
+import datetime as dt
+import json
+
+import pytest
+from django.db import connection
+
+from scheduler import db
+from scheduler.runs import lifecycle, liveness
+from tests import factories
+from tests.factories import one, query
+
+pytestmark = pytest.mark.django_db
+LATER = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
+
+
+def deadline_of(run_id):
+    return one("SELECT liveness_deadline FROM attempts WHERE run_id = %s", [run_id])
+
+
+def inspected(now=LATER):
+    return sorted(row["run_id"] for row in liveness.discover(100, 60_000, None, now) if row["work"] == "inspect")
+
+
+def test_park_and_heartbeat_keep_the_deadline():
+    parked = factories.parked_run(heartbeat_timeout_ms=30_000)
+    started = one("SELECT (suspension_json ->> 'startedAtMs')::bigint FROM runs WHERE run_id = %s", [parked.run_id])
+    assert deadline_of(parked.run_id) == dt.datetime.fromtimestamp(started / 1000 + 30, dt.UTC)
+    lifecycle.heartbeat(parked.run_id, 1, parked.lease_token)
+    heartbeat = one("SELECT heartbeat_at FROM attempts WHERE run_id = %s", [parked.run_id])
+    assert deadline_of(parked.run_id) == heartbeat + dt.timedelta(seconds=30)
+
+
+def test_older_writers__a_null_or_outdated_deadline_is_rechecked_never_missed():
+    stale, fresh, unkept = (factories.parked_run(heartbeat_timeout_ms=1000) for _ in range(3))
+    query("UPDATE attempts SET heartbeat_at = now() - interval '1 hour', liveness_deadline = NULL WHERE run_id = %s",
+          [stale.run_id])
+    # An older heartbeat writer moved heartbeat_at but not the deadline: the candidate is rechecked, not judged.
+    query("UPDATE attempts SET heartbeat_at = %s, liveness_deadline = now() - interval '1 hour' WHERE run_id = %s",
+          [LATER, fresh.run_id])
+    query("UPDATE attempts SET heartbeat_at = now() - interval '1 hour', liveness_deadline = NULL WHERE run_id = %s",
+          [unkept.run_id])
+    assert inspected() == sorted([stale.run_id, unkept.run_id])
+
+
+def test_an_idle_tick_probes_the_deadline_index():
+    for _ in range(3):
+        factories.parked_run(heartbeat_timeout_ms=600_000)
+    query("ANALYZE attempts")
+    text, names = db._compiled("runs_list_liveness_work", "runtime_scheduler")
+    params = {"limit": 100, "default_timeout_ms": 60_000, "after_run_ids": json.dumps({}), "now": None,
+              "providers": ["daytona", "modal", "local"], "fallback_provider": "daytona"}
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # a tiny test table would be read whole anyway
+        cursor.execute("PREPARE discovery AS " + text)
+        cursor.execute("EXPLAIN EXECUTE discovery(" + ", ".join(["%s"] * len(names)) + ")",
+                       [params[name] for name in names])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute("DEALLOCATE discovery")
+    assert "runtime_scheduler_attempts_liveness_deadline_idx" in plan, plan
+    assert "runtime_scheduler_attempts_recorded_unsettled_idx" in plan, plan
+
+
+def test_reader_first__discovery_on_a_schema_without_the_column():
+    parked = factories.parked_run(heartbeat_timeout_ms=1000)
+    query("UPDATE attempts SET heartbeat_at = now() - interval '1 hour' WHERE run_id = %s", [parked.run_id])
+    with connection.cursor() as cursor:  # rolled back with the test's transaction
+        cursor.execute("ALTER TABLE attempts DROP COLUMN liveness_deadline CASCADE")
+    assert inspected() == [parked.run_id]
