@@ -59,7 +59,8 @@ def lease_owner(*parts: str) -> str:
 class Loop:
     def __init__(self, name: str, tick: Callable[[], Tick | dict], *, interval: float, once: bool = False,
                  jitter: float = 0.1, logger: logging.Logger | None = None, stopping: threading.Event | None = None,
-                 wake: threading.Event | None = None, finish: Callable[[], object] | None = None):
+                 wake: threading.Event | None = None, finish: Callable[[], object] | None = None,
+                 arm: Callable[[], object] | None = None):
         self.name = name
         self.tick = tick
         self.interval = interval
@@ -69,6 +70,9 @@ class Loop:
         self.stopping = stopping or threading.Event()
         self.wake = wake or threading.Event()
         self.finish = finish
+        # Asks for a NOTIFY before an idle wait (wake_signals): busy listeners get none, so commits need not notify.
+        self.arm = arm
+        self._armed = False
         self.faults_in_a_row = 0
         self.kind = name.split(" ")[0]  # "drain <owner>" reports as "drain": one metric series per kind of worker
 
@@ -86,13 +90,37 @@ class Loop:
                     return 0 if tick is not None else 1  # a --once tick that failed gave up: non-zero
                 if tick is None:
                     self.stopping.wait(self._fault_pause())
-                elif not tick.again:
-                    pause = self.interval * (1 + random.uniform(-self.jitter, self.jitter))
-                    self.wake.wait(max(0.0, pause))
+                elif tick.again:
+                    self._armed = False  # busy: the signal may have been consumed meanwhile
+                else:
+                    if any(tick.counts.values()):
+                        self._armed = False
+                    if self.arm is not None and not self._armed:
+                        # Arm, then look once more at once: work that came before the arming notified nobody.
+                        self._armed = self._arm()
+                    else:
+                        self._idle_wait()
                 if self.stopping.is_set():
                     return 0
         finally:
             self._finish()
+
+    def _idle_wait(self) -> None:
+        pause = self.interval * (1 + random.uniform(-self.jitter, self.jitter))
+        if self.wake.wait(max(0.0, pause)):
+            self._armed = False  # the notification disarmed the signal
+
+    def _arm(self) -> bool:
+        try:
+            self.arm()
+            return True
+        except FATAL:
+            raise
+        except Exception as error:  # noqa: BLE001 - without the signal the loop still polls
+            self.logger.warning("%s could not arm its wake signal: %s", self.name, describe(error))
+            _drop_connections()
+            self._idle_wait()
+            return False
 
     def _guarded_tick(self) -> Tick | None:
         """One tick; None when it failed (logged, connection dropped). A configuration error propagates."""
@@ -155,6 +183,13 @@ def _drop_connections() -> None:
             connection.close()
         except Exception:  # noqa: BLE001 - a connection the server already closed may fail to close
             connection.connection = None
+
+
+def arm_wake_signal(signal: str) -> None:
+    """Ask for a NOTIFY on the signal's next event (the loop is going idle)."""
+    from scheduler import db
+
+    db.execute("wake_signals_arm", {"channel": signal})
 
 
 def listen(channel: str, stopping: threading.Event, wake: threading.Event, logger: logging.Logger) -> threading.Thread:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 from typing import Callable
 
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
-from scheduler.loop import Loop, Tick, listen
+from scheduler.conf import scheduler_settings
+from scheduler.loop import Loop, Tick, arm_wake_signal, listen
 
 
 def integer(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
@@ -96,12 +98,14 @@ class LoopCommand(SchedulerCommand):
                             help="seconds between ticks when idle")
 
     def run_loop(self, tick: Callable[[], Tick | dict], options: dict, logger: logging.Logger, *,
-                 wake_channel: str | None = None, finish: Callable[[], object] | None = None) -> None:
-        """Run one Loop; with `wake_channel`, a NOTIFY on it ends an idle wait at once; `finish` runs at its end."""
+                 wake_signal: str | None = None, finish: Callable[[], object] | None = None) -> None:
+        """Run one Loop; with `wake_signal`, it arms that signal when idle and a NOTIFY on the signal's channel
+        (<schema>_<signal>) ends its idle wait at once; `finish` runs at its end."""
+        listening = wake_signal is not None and not options["once"]
         loop = Loop(self.loop_name, tick, interval=options["interval"], once=options["once"], logger=logger,
-                    finish=finish)
-        if wake_channel and not options["once"]:
-            listen(wake_channel, loop.stopping, loop.wake, logger)
+                    finish=finish, arm=functools.partial(arm_wake_signal, wake_signal) if listening else None)
+        if listening:
+            listen(f"{scheduler_settings.schema}_{wake_signal}", loop.stopping, loop.wake, logger)
         self.exit_with(loop.run)
 
     def exit_with(self, run: Callable[[], int]) -> None:

@@ -7,6 +7,32 @@ from django.db.models.functions import Now
 from scheduler.kinds import Lane, values
 
 
+def wake_if_armed(signal: str) -> str:
+    """PL/pgSQL: disarm the signal and NOTIFY its channel only when a listener had armed it.
+
+    Why: a notifying transaction holds the cluster-wide notify lock until its commit is flushed, so notifying
+    commits serialize; while the listeners are busy (the signal disarmed) a commit notifies nobody. Qualified by
+    the trigger's schema, so no search_path can misdirect it.
+    """
+    return (
+        "DECLARE woke integer; BEGIN "
+        f"EXECUTE format('UPDATE %I.wake_signals SET armed = false WHERE channel = ''{signal}'' AND armed', "
+        "TG_TABLE_SCHEMA); GET DIAGNOSTICS woke = ROW_COUNT; "
+        f"IF woke > 0 THEN PERFORM pg_notify(TG_TABLE_SCHEMA || '_{signal}', ''); END IF; END;"
+    )
+
+
+class WakeSignal(models.Model):
+    """Whether a listener of a wake channel is idle and wants a NOTIFY (armed), per channel."""
+
+    channel = models.TextField(primary_key=True)
+    armed = models.BooleanField(db_default=True)
+    armed_at = models.DateTimeField(null=True)
+
+    class Meta:
+        db_table = "wake_signals"
+
+
 class OutboxFact(models.Model):
     """One run fact on its way to the run ledger (requirements §1.3)."""
 
@@ -32,13 +58,15 @@ class OutboxFact(models.Model):
             models.CheckConstraint(condition=models.Q(lane__in=values(Lane)), name="outbox_lane_check"),
         ]
         triggers = [
-            # Wake drainers on new facts (LISTEN <schema>_outbox_wake); polling stays the fallback.
+            # Wake idle drainers on new facts (LISTEN <schema>_outbox_wake); polling stays the fallback. Only a
+            # statement that inserted facts, and only while a drainer armed the signal (see WakeSignal).
             pgtrigger.Trigger(
                 name="outbox_wake_drainers",
                 level=pgtrigger.Statement,
                 operation=pgtrigger.Insert,
                 when=pgtrigger.After,
-                func="PERFORM pg_notify(TG_TABLE_SCHEMA || '_outbox_wake', ''); RETURN NULL;",
+                referencing=pgtrigger.Referencing(new="inserted"),
+                func="IF EXISTS (SELECT 1 FROM inserted) THEN " + wake_if_armed("outbox_wake") + " END IF; RETURN NULL;",
             ),
         ]
 

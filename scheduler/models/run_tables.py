@@ -9,6 +9,7 @@ import pgtrigger
 from django.db import models
 from django.db.models.functions import Now
 
+from scheduler.models.outbox_tables import wake_if_armed
 from scheduler.kinds import TERMINAL_RUN_STATUSES, AttemptStatus, ReceiptStatus, RunStatus, values
 from scheduler.models.invariants import refuse
 
@@ -70,7 +71,7 @@ class Run(models.Model):
                 operation=pgtrigger.Insert | pgtrigger.Update,
                 when=pgtrigger.After,
                 condition=pgtrigger.Q(new__status=RunStatus.QUEUED.value),
-                func="PERFORM pg_notify(TG_TABLE_SCHEMA || '_run_queued', ''); RETURN NULL;",
+                func=wake_if_armed("run_queued") + " RETURN NULL;",
             ),
             # RCP-1: a settled run leaves no receipt running; held leases go back to queued. A trigger, not a CTE of
             # the settling statements: its UPDATE takes a fresh snapshot after the run's row lock is granted, so it

@@ -71,7 +71,7 @@ def scheduler_models():
     return [
         models.Run, models.Attempt, models.OutboxFact, models.ControlKey, models.ReleaseAdmission,
         models.Receipt, models.SchemaVersion, models.LateRunnerResult, models.OperatorAction, models.LegacyCleanupJob, models.CleanupJob,
-        models.CleanupEvent, models.BillingJob, models.BillingItem, models.RunLedgerEvent,
+        models.CleanupEvent, models.BillingJob, models.BillingItem, models.RunLedgerEvent, models.WakeSignal,
     ]
 
 

@@ -195,3 +195,10 @@ WHERE fact.event_id = ANY (%(event_ids)s::text[])
   AND fact.delivered_at IS NULL
   AND fact.lease_expires_at > clock_timestamp()
 RETURNING fact.event_id;
+
+-- name: wake_signals_arm
+-- A listener going idle asks for a NOTIFY on its channel's next event (the wake triggers disarm it as they notify).
+INSERT INTO __schema__.wake_signals AS wake (channel, armed, armed_at)
+VALUES (%(channel)s::text, true, now())
+ON CONFLICT (channel) DO UPDATE SET armed = true, armed_at = now()
+WHERE NOT wake.armed;

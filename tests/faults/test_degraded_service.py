@@ -69,13 +69,19 @@ def test_dispatch__a_launch_it_cannot_start__failed_invalid_launch__the_next_cla
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_queued_run__wakes_listening_dispatchers():
+def test_a_queued_run__wakes_listening_dispatchers_that_armed_the_signal__busy_ones_are_not_notified():
+    from scheduler.loop import arm_wake_signal
+
     channel = f"{scheduler_settings.schema}_run_queued"
     with psycopg.connect(current_database_url(), autocommit=True) as listener:
         listener.execute(f'LISTEN "{channel}"')
+        arm_wake_signal("run_queued")  # an idle dispatcher
         factories.launch()
-        notified = [note.channel for note in listener.notifies(timeout=10, stop_after=1)]
-    assert notified == [channel]
+        assert [note.channel for note in listener.notifies(timeout=10, stop_after=1)] == [channel]
+        factories.launch()  # nobody re-armed (the dispatchers are busy): this commit notifies nobody
+        arm_wake_signal("run_queued")
+        factories.launch()
+        assert len(list(listener.notifies(timeout=3, stop_after=2))) == 1
 
 
 @pytest.mark.django_db(transaction=True)

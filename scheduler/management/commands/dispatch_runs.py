@@ -3,7 +3,6 @@ concurrently (up to --starts in flight), park each as its start returns."""
 
 import logging
 
-from scheduler.conf import scheduler_settings
 from scheduler.management.cli import LoopCommand, integer
 from scheduler.runs import dispatch
 
@@ -27,4 +26,4 @@ class Command(LoopCommand):
         pool = dispatch.DispatchPool(options["starts"])
         # On SIGTERM the loop ends and the starts in flight finish and park before the process exits.
         self.run_loop(lambda: pool.tick(options["limit"]), options, logging.getLogger("scheduler.dispatch"),
-                      wake_channel=f"{scheduler_settings.schema}_run_queued", finish=pool.close)
+                      wake_signal="run_queued", finish=pool.close)
