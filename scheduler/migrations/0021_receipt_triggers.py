@@ -9,7 +9,8 @@ from django.db import migrations
 
 from scheduler.conf import scheduler_settings
 
-IGNORE_FUNC = f'"{scheduler_settings.schema}"._pgtrigger_should_ignore'
+SCHEMA = f'"{scheduler_settings.schema}"'
+IGNORE_FUNC = f"{SCHEMA}._pgtrigger_should_ignore"
 
 
 class Migration(migrations.Migration):
@@ -38,10 +39,9 @@ class Migration(migrations.Migration):
                 sql=pgtrigger.compiler.UpsertTriggerSql(
                     condition='WHEN (NEW."status" IN (\'completed\', \'failed\', \'cancelled\') '
                               'AND OLD."status" IS DISTINCT FROM (NEW."status"))',
-                    func="EXECUTE format('UPDATE %I.receipts SET status = ''queued'', lease_id = NULL, "
-                         "lease_expires_at = NULL, updated_at = now() WHERE run_id = $1 AND status = ''running''', "
-                         "TG_TABLE_SCHEMA) USING NEW.run_id; RETURN NULL;",
-                    hash="5dbded6a431afc8a01a4136cbf9e1a073adfe010", ignore_func_name=IGNORE_FUNC,
+                    func=(f"UPDATE {SCHEMA}.receipts SET status = 'queued', lease_id = NULL, lease_expires_at = NULL, "
+                          "updated_at = now() WHERE run_id = NEW.run_id AND status = 'running'; RETURN NULL;"),
+                    hash="4fcac66fa227d1081d883b8171792e5daa70c75f", ignore_func_name=IGNORE_FUNC,
                     operation="UPDATE", pgid="pgtrigger_settled_run_releases_receipts_84e7f", table="runs",
                     when="AFTER",
                 ),

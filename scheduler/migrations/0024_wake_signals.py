@@ -11,7 +11,14 @@ from django.db import migrations, models
 
 from scheduler.conf import scheduler_settings
 
-IGNORE_FUNC = f'"{scheduler_settings.schema}"._pgtrigger_should_ignore'
+SCHEMA = f'"{scheduler_settings.schema}"'
+IGNORE_FUNC = f"{SCHEMA}._pgtrigger_should_ignore"
+
+
+def wake_if_armed(signal: str) -> str:
+    """Disarm the signal and NOTIFY its channel only when a listener had armed it (static SQL: a kept plan)."""
+    return (f"UPDATE {SCHEMA}.wake_signals SET armed = false WHERE channel = '{signal}' AND armed; "
+            f"IF FOUND THEN PERFORM pg_notify(TG_TABLE_SCHEMA || '_{signal}', ''); END IF;")
 SIGNALS = "INSERT INTO wake_signals (channel, armed) VALUES ('outbox_wake', true), ('run_queued', true) ON CONFLICT DO NOTHING"
 # The 0009 trigger's function (its trigger stays for older releases' shape checks): it no longer notifies.
 QUIET_OLD_TRIGGER = """
@@ -52,10 +59,10 @@ class Migration(migrations.Migration):
         ),
         pgtrigger.migrations.AddTrigger(
             model_name='outboxfact',
-            trigger=pgtrigger.compiler.Trigger(name='outbox_wake_drainers', sql=pgtrigger.compiler.UpsertTriggerSql(func="IF EXISTS (SELECT 1 FROM inserted) THEN DECLARE woke integer; BEGIN EXECUTE format('UPDATE %I.wake_signals SET armed = false WHERE channel = ''outbox_wake'' AND armed', TG_TABLE_SCHEMA); GET DIAGNOSTICS woke = ROW_COUNT; IF woke > 0 THEN PERFORM pg_notify(TG_TABLE_SCHEMA || '_outbox_wake', ''); END IF; END; END IF; RETURN NULL;", hash='c4dbb2164e99fe43834fc0a08a356262472d019f', ignore_func_name=IGNORE_FUNC, level='STATEMENT', operation='INSERT', pgid='pgtrigger_outbox_wake_drainers_edbaf', referencing='REFERENCING NEW TABLE AS inserted ', table='outbox', when='AFTER')),
+            trigger=pgtrigger.compiler.Trigger(name='outbox_wake_drainers', sql=pgtrigger.compiler.UpsertTriggerSql(func="IF EXISTS (SELECT 1 FROM inserted) THEN " + wake_if_armed("outbox_wake") + " END IF; RETURN NULL;", hash='1883e4c1087ca1326d77bd0fe3d87af5d5ce06d4', ignore_func_name=IGNORE_FUNC, level='STATEMENT', operation='INSERT', pgid='pgtrigger_outbox_wake_drainers_edbaf', referencing='REFERENCING NEW TABLE AS inserted ', table='outbox', when='AFTER')),
         ),
         pgtrigger.migrations.AddTrigger(
             model_name='run',
-            trigger=pgtrigger.compiler.Trigger(name='run_queued_wakes_dispatchers', sql=pgtrigger.compiler.UpsertTriggerSql(condition='WHEN (NEW."status" = \'queued\')', func="DECLARE woke integer; BEGIN EXECUTE format('UPDATE %I.wake_signals SET armed = false WHERE channel = ''run_queued'' AND armed', TG_TABLE_SCHEMA); GET DIAGNOSTICS woke = ROW_COUNT; IF woke > 0 THEN PERFORM pg_notify(TG_TABLE_SCHEMA || '_run_queued', ''); END IF; END; RETURN NULL;", hash='a77646544537817fd4a1234a604d9d01d3d621e2', ignore_func_name=IGNORE_FUNC, operation='INSERT OR UPDATE', pgid='pgtrigger_run_queued_wakes_dispatchers_0b30d', table='runs', when='AFTER')),
+            trigger=pgtrigger.compiler.Trigger(name='run_queued_wakes_dispatchers', sql=pgtrigger.compiler.UpsertTriggerSql(condition='WHEN (NEW."status" = \'queued\')', func=wake_if_armed("run_queued") + " RETURN NULL;", hash='2f116ac42a426c4c383f9387f135a7f4e7eaf3a8', ignore_func_name=IGNORE_FUNC, operation='INSERT OR UPDATE', pgid='pgtrigger_run_queued_wakes_dispatchers_0b30d', table='runs', when='AFTER')),
         ),
     ]

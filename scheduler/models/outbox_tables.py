@@ -4,21 +4,26 @@ import pgtrigger
 from django.db import models
 from django.db.models.functions import Now
 
+from scheduler.conf import scheduler_settings
 from scheduler.kinds import Lane, values
+
+
+def qualified(table: str) -> str:
+    """A scheduler table named with the configured schema, for trigger bodies."""
+    return f'"{scheduler_settings.schema}".{table}'
 
 
 def wake_if_armed(signal: str) -> str:
     """PL/pgSQL: disarm the signal and NOTIFY its channel only when a listener had armed it.
 
     Why: a notifying transaction holds the cluster-wide notify lock until its commit is flushed, so notifying
-    commits serialize; while the listeners are busy (the signal disarmed) a commit notifies nobody. Qualified by
-    the trigger's schema, so no search_path can misdirect it.
+    commits serialize; while the listeners are busy (the signal disarmed) a commit notifies nobody. The table
+    is qualified with the configured schema (no search_path can misdirect it) in static SQL, whose plan
+    PL/pgSQL keeps.
     """
     return (
-        "DECLARE woke integer; BEGIN "
-        f"EXECUTE format('UPDATE %I.wake_signals SET armed = false WHERE channel = ''{signal}'' AND armed', "
-        "TG_TABLE_SCHEMA); GET DIAGNOSTICS woke = ROW_COUNT; "
-        f"IF woke > 0 THEN PERFORM pg_notify(TG_TABLE_SCHEMA || '_{signal}', ''); END IF; END;"
+        f"UPDATE {qualified('wake_signals')} SET armed = false WHERE channel = '{signal}' AND armed; "
+        f"IF FOUND THEN PERFORM pg_notify(TG_TABLE_SCHEMA || '_{signal}', ''); END IF;"
     )
 
 

@@ -9,7 +9,7 @@ import pgtrigger
 from django.db import models
 from django.db.models.functions import Now
 
-from scheduler.models.outbox_tables import wake_if_armed
+from scheduler.models.outbox_tables import qualified, wake_if_armed
 from scheduler.kinds import TERMINAL_RUN_STATUSES, AttemptStatus, ReceiptStatus, RunStatus, values
 from scheduler.models.invariants import refuse
 
@@ -82,10 +82,9 @@ class Run(models.Model):
                 when=pgtrigger.After,
                 condition=pgtrigger.Q(new__status__in=TERMINAL_STATUS_VALUES)
                 & pgtrigger.Q(old__status__df=pgtrigger.F("new__status")),
-                # Qualified by the trigger's own schema, so no search_path (a pooler's, a role's) can misdirect it.
-                func=("EXECUTE format('UPDATE %I.receipts SET status = ''queued'', lease_id = NULL, "
-                      "lease_expires_at = NULL, updated_at = now() WHERE run_id = $1 AND status = ''running''', "
-                      "TG_TABLE_SCHEMA) USING NEW.run_id; RETURN NULL;"),
+                # Qualified by the configured schema, so no search_path (a pooler's, a role's) can misdirect it.
+                func=(f"UPDATE {qualified('receipts')} SET status = 'queued', lease_id = NULL, lease_expires_at = NULL, "
+                      "updated_at = now() WHERE run_id = NEW.run_id AND status = 'running'; RETURN NULL;"),
             ),
         ]
 
