@@ -165,9 +165,19 @@ def missed_targets(rows: list[tuple]) -> list[str]:
     return missed
 
 
-def report(title: str, rows: list[tuple], check: bool) -> None:
-    """Print the table; with --check, exit 1 when a target is missed (what a reviewer runs)."""
+def report(title: str, rows: list[tuple], check: bool, series: dict | None = None) -> None:
+    """Print the table; with --check, exit 1 when a target is missed (what a reviewer runs).
+
+    Under `./dev bench report` (BENCH_RESULTS names a file) the table, its misses and any `series` are also
+    appended there as one JSON line.
+    """
     print_table(title, rows)
+    if os.environ.get("BENCH_RESULTS"):
+        import json
+
+        with open(os.environ["BENCH_RESULTS"], "a") as results:
+            results.write(json.dumps({"bench": Path(sys.argv[0]).stem, "title": title, "rows": [list(map(str, row)) for row in rows],
+                                      "missed": missed_targets(rows), "series": series or {}}) + "\n")
     missed = missed_targets(rows)
     for line in missed:
         print(f"  MISSED {line}")

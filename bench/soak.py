@@ -137,7 +137,9 @@ def main():
              f"first minute {first_rate:.1f}", f"{last_rate / first_rate if first_rate else 0:.2f}", ">= 0.90"),
             ("dead tuples (runs + outbox), last minute's peak", f"{last_dead}", f"first minute {first_dead}",
              "1" if bounded else "0", ">= 1")]
-    harness.report(f"soak ({minutes:g} min)", rows, args.check)
+    harness.report(f"soak ({minutes:g} min)", rows, args.check,
+                   series={"completed_per_second": [w["completed"] / WINDOW for w in windows],
+                           "lag_p99_ms": [w["lag_ms"] for w in windows], "window_seconds": WINDOW})
 
 
 if __name__ == "__main__":

@@ -4,23 +4,11 @@ import threading
 
 import pytest
 
-from scheduler.providers.registry import get_provider
 from scheduler.runs import dispatch
 from tests import factories
 from tests.factories import one
-from tests.providers.fake_daytona import FakeDaytona
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def daytona(settings):
-    with FakeDaytona({"key-a": "org-1"}) as fake:
-        settings.SCHEDULER_DAYTONA_API_URL = fake.url
-        settings.SCHEDULER_DAYTONA_API_KEYS = {"org-1": "key-a"}
-        get_provider.cache_clear()
-        yield fake
-    get_provider.cache_clear()
 
 
 def launch(count: int) -> list[str]:

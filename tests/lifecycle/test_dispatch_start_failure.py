@@ -3,22 +3,10 @@
 import pytest
 
 from scheduler.runs import dispatch
-from scheduler.providers.registry import get_provider
 from tests import factories
 from tests.factories import loads, one, query
-from tests.providers.fake_daytona import FakeDaytona
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def daytona(settings):
-    with FakeDaytona({"key-a": "org-1"}) as fake:
-        settings.SCHEDULER_DAYTONA_API_URL = fake.url
-        settings.SCHEDULER_DAYTONA_API_KEYS = {"org-1": "key-a"}
-        get_provider.cache_clear()
-        yield fake
-    get_provider.cache_clear()
 
 
 def test_runner_start_fails_after_create__dispatch_lost_and_the_created_sandbox_gets_its_obligation(daytona):

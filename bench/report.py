@@ -1,0 +1,117 @@
+"""Run every benchmark, keep their tables in bench/results/<date>.json and draw the plots beside it.
+
+Plots (matplotlib, the `bench` extra): the claim->settle cycle against procrastinate and pgqueuer, the ratios
+to the pgbench limits, runner-terminal latency percentiles, and the soak's completed rate over time.
+
+Run: ./dev bench report [--quick] [--check]   (by hand, never in CI; --quick passes --quick to each bench)
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import harness
+
+BENCHES = ("lifecycle", "discovery", "dispatch", "outbox", "cleanup", "receipts", "soak")
+RESULTS = harness.PROJECT_DIR / "bench" / "results"
+
+
+def run_all(quick: bool) -> tuple[list[dict], dict[str, int]]:
+    with tempfile.NamedTemporaryFile("r", suffix=".jsonl", delete=False) as handle:
+        path = handle.name
+    codes = {}
+    for name in BENCHES:
+        print(f"== ./dev bench {name}{' --quick' if quick else ''}", flush=True)
+        command = [sys.executable, str(harness.PROJECT_DIR / "bench" / f"{name}.py"), "--check"]
+        if quick:
+            command.append("--quick")
+        codes[name] = subprocess.run(command, env=dict(os.environ, BENCH_RESULTS=path)).returncode
+    with open(path) as handle:
+        tables = [json.loads(line) for line in handle if line.strip()]
+    os.unlink(path)
+    return tables, codes
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(str(text).split()[0])
+    except (ValueError, IndexError):
+        return None
+
+
+def _rows(tables: list[dict], bench: str) -> list[list[str]]:
+    return next((table["rows"][1:] for table in tables if table["bench"] == bench), [])
+
+
+def plot(tables: list[dict], stem: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    from matplotlib import pyplot
+
+    figure, axes = pyplot.subplots(2, 2, figsize=(13, 8.5))
+    lifecycle = _rows(tables, "lifecycle")
+    cycle = [(row[0], _number(row[1])) for row in lifecycle if row[0].startswith(("full cycle", "  vs"))]
+    if cycle:
+        labels = ["this scheduler" if label.startswith("full") else label.strip().split()[1].rstrip(",")
+                  for label, _ in cycle]
+        axes[0][0].bar(labels, [value or 0 for _, value in cycle], color=["#2b6cb0", "#a0aec0", "#cbd5e0"][:len(cycle)])
+    axes[0][0].set_title("claim -> settle cycle, 8 workers (runs or jobs per second)")
+    ratios = [(f"{table['bench']}: {row[0].strip()[:38]}", _number(row[3])) for table in tables for row in table["rows"][1:]
+              if "pgbench" in row[2] and _number(row[3]) is not None]
+    if ratios:
+        axes[0][1].barh([label for label, _ in ratios], [value for _, value in ratios], color="#2f855a")
+        axes[0][1].axvline(1.0, color="#718096", linestyle="--", linewidth=1)
+    axes[0][1].set_title("ratio to pgbench's limit on the same server")
+    axes[0][1].tick_params(axis="y", labelsize=7)
+    latency = [(row[0], _number(row[1]), _number(row[2].split("p50")[-1])) for row in lifecycle
+               if row[0].startswith("POST /internal/runner/terminal")]
+    if latency:
+        clients = [row[0].split(",")[1].split()[0] for row in latency]
+        axes[1][0].plot(clients, [p50 for _, _, p50 in latency], marker="o", label="p50")
+        axes[1][0].plot(clients, [p99 for _, p99, _ in latency], marker="o", label="p99")
+        axes[1][0].axhline(20, color="#c53030", linestyle="--", linewidth=1, label="p99 target at 16 clients")
+        axes[1][0].legend()
+    axes[1][0].set_title("POST /internal/runner/terminal latency (ms) by clients")
+    soak = next((table["series"] for table in tables if table["bench"] == "soak"), {})
+    if soak.get("completed_per_second"):
+        seconds = [soak["window_seconds"] * (index + 1) for index in range(len(soak["completed_per_second"]))]
+        axes[1][1].plot(seconds, soak["completed_per_second"], marker=".")
+        axes[1][1].set_ylim(bottom=0)
+    axes[1][1].set_title("soak: completed runs per second over time (s)")
+    figure.suptitle(f"run scheduler benchmarks, {stem.name}")
+    figure.tight_layout()
+    path = stem.with_suffix(".png")
+    figure.savefig(path, dpi=90)
+    return [path]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="each benchmark's --quick sizes")
+    parser.add_argument("--check", action="store_true", help="exit 1 when any benchmark missed a target")
+    args = parser.parse_args()
+    tables, codes = run_all(args.quick)
+    RESULTS.mkdir(exist_ok=True)
+    stem = RESULTS / dt.date.today().isoformat()
+    stem.with_suffix(".json").write_text(json.dumps({"quick": args.quick, "exit_codes": codes, "tables": tables},
+                                                    indent=1) + "\n")
+    for path in plot(tables, stem):
+        print(f"wrote {path.relative_to(harness.PROJECT_DIR)}")
+    print(f"wrote {stem.with_suffix('.json').relative_to(harness.PROJECT_DIR)}")
+    missed = [f"{table['bench']}: {line}" for table in tables for line in table["missed"]]
+    for line in missed:
+        print(f"  MISSED {line}")
+    if args.check and (missed or any(codes.values())):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
