@@ -6,7 +6,6 @@ most 2. Run: ./dev bench cleanup [--quick]
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
@@ -30,9 +29,7 @@ def time_poll(repeats: int = 200) -> float:
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="100,000 legacy rows instead of 1,000,000")
-    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser = harness.arguments("100,000 legacy rows instead of 1,000,000")
     args = parser.parse_args()
     rows = 100_000 if args.quick else 1_000_000
     harness.setup_django(harness.recreate_database(harness.server_url()))

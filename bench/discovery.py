@@ -9,7 +9,6 @@ Run: ./dev bench discovery [--quick] [--check]   (by hand, never in CI)
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
@@ -102,9 +101,7 @@ def explain() -> str:
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="history up to 100k only")
-    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser = harness.arguments("history up to 100k only")
     args = parser.parse_args()
     harness.setup_django(harness.recreate_database(harness.server_url()))
     rows = [("measure", "value", "reference", "ratio", "target")]

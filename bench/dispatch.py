@@ -9,7 +9,6 @@ Run: ./dev bench dispatch [--quick] [--check]   (by hand, never in CI)
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -102,9 +101,7 @@ def measure(bench_url: str, fake, runs: int, start_ms: int, processes: int) -> d
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="a fifth of the runs, for a smoke run")
-    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser = harness.arguments("a fifth of the runs, for a smoke run")
     args = parser.parse_args()
     runs = RUNS // 5 if args.quick else RUNS
     bench_url = harness.recreate_database(harness.server_url())

@@ -149,6 +149,16 @@ def median(values):
     return statistics.median(values)
 
 
+def arguments(quick_help: str):
+    """Every benchmark's command line: --quick (smaller sizes) and --check (exit 1 on a missed target)."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    return parser
+
+
 def missed_targets(rows: list[tuple]) -> list[str]:
     """The measures whose ratio column misses its target column (`>= 0.50`, `<= 20`); the header row is skipped."""
     header = rows[0]

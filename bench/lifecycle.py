@@ -5,7 +5,6 @@ gunicorn. Prints one table. Run: ./dev bench lifecycle [--quick]
 
 from __future__ import annotations
 
-import argparse
 import http.client
 import json
 import os
@@ -222,10 +221,8 @@ def bench_peers(server_url: str, count: int) -> dict[str, float]:
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="a tenth of the sizes, for a smoke run")
-    parser.add_argument("--skip-peers", action="store_true")
-    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser = harness.arguments("a tenth of the sizes, for a smoke run")
+    parser.add_argument("--skip-peers", action="store_true", help="leave procrastinate and pgqueuer out")
     args = parser.parse_args()
     scale = 10 if args.quick else 1
     server_url = harness.server_url()

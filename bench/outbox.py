@@ -7,7 +7,6 @@ Run: ./dev bench outbox [--quick]
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import subprocess
@@ -125,9 +124,7 @@ def lag_at(bench_url: str, rate: float, seconds: float) -> tuple[float, float, i
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="a tenth of the runs and a short lag phase")
-    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser = harness.arguments("a tenth of the runs and a short lag phase")
     args = parser.parse_args()
     runs = RUNS // 10 if args.quick else RUNS
     server_url = harness.server_url()

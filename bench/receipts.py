@@ -12,7 +12,6 @@ Run: ./dev bench receipts [--quick] [--check]   (by hand, never in CI)
 
 from __future__ import annotations
 
-import argparse
 
 import harness
 from lifecycle import run_workers, seed_parked
@@ -78,9 +77,7 @@ def replay_single(seconds: int) -> float:
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="a tenth of the sizes, for a smoke run")
-    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser = harness.arguments("a tenth of the sizes, for a smoke run")
     args = parser.parse_args()
     scale = 10 if args.quick else 1
     server_url = harness.server_url()

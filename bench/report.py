@@ -8,7 +8,6 @@ Run: ./dev bench report [--quick] [--check]   (by hand, never in CI; --quick pas
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import os
@@ -94,9 +93,7 @@ def plot(tables: list[dict], stem: Path) -> list[Path]:
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="each benchmark's --quick sizes")
-    parser.add_argument("--check", action="store_true", help="exit 1 when any benchmark missed a target")
+    parser = harness.arguments("each benchmark's --quick sizes")
     args = parser.parse_args()
     tables, codes = run_all(args.quick)
     RESULTS.mkdir(exist_ok=True)

@@ -10,7 +10,6 @@ Run: ./dev bench soak [--quick] [--check] [--rate N] [--minutes M]   (by hand, n
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -87,9 +86,7 @@ def sample(since: float) -> dict:
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="2 minutes instead of 3")
-    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser = harness.arguments("2 minutes instead of 3")
     parser.add_argument("--rate", type=float, default=40.0, help="launches per second (default 40)")
     parser.add_argument("--minutes", type=float, default=None)
     args = parser.parse_args()

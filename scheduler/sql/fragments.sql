@@ -173,6 +173,13 @@ fence AS MATERIALIZED (
     FOR SHARE OF run
 )
 
+-- fragment: receipt_leased_items()
+-- RCP-1: the CTE of a call whose items are (key, the receipt lease the caller names), in input order.
+item AS (
+    SELECT item.key, item.lease_id, item.position
+    FROM unnest(%(keys)s::text[], %(lease_ids)s::text[]) WITH ORDINALITY AS item(key, lease_id, position)
+)
+
 -- fragment: receipt_claimable(receipt, attempt)
 -- RCP-1: a receipt `attempt` may take: never one a newer attempt holds; a queued one; a running one whose lease
 -- expired or belongs to an older attempt; a failed one an older attempt left, unless it was marked final.

@@ -68,10 +68,7 @@ item AS (
 -- RCP-1: give back each lease the caller still holds: the receipt is queued again, with no lease.
 -- plan: generic
 WITH {{receipt_fence()}},
-item AS (
-    SELECT item.key, item.lease_id, item.position
-    FROM unnest(%(keys)s::text[], %(lease_ids)s::text[]) WITH ORDINALITY AS item(key, lease_id, position)
-), written AS (
+{{receipt_leased_items()}}, written AS (
     {{receipt_held(
         (status, lease_id, lease_expires_at, updated_at),
         ('queued', NULL, NULL, now())
@@ -83,10 +80,7 @@ item AS (
 -- RCP-1: mark each key skipped (later claims skip the step): with a lease id while that lease holds, without one where a claim could take the key.
 -- plan: generic
 WITH {{receipt_fence()}},
-item AS (
-    SELECT item.key, item.lease_id, item.position
-    FROM unnest(%(keys)s::text[], %(lease_ids)s::text[]) WITH ORDINALITY AS item(key, lease_id, position)
-), held AS (
+{{receipt_leased_items()}}, held AS (
     {{receipt_held(
         (status, lease_id, lease_expires_at, updated_at),
         ('skipped', NULL, NULL, now())
@@ -124,10 +118,7 @@ item AS (
 -- RCP-1: extend each lease the caller still holds by lease_ms; a key whose lease was lost answers unchanged.
 -- plan: generic
 WITH {{receipt_fence()}},
-item AS (
-    SELECT item.key, item.lease_id, item.position
-    FROM unnest(%(keys)s::text[], %(lease_ids)s::text[]) WITH ORDINALITY AS item(key, lease_id, position)
-), written AS (
+{{receipt_leased_items()}}, written AS (
     {{receipt_held(
         (lease_expires_at, updated_at),
         (clock_timestamp() + make_interval(secs => %(lease_ms)s::integer / 1000.0), now())
