@@ -18,7 +18,7 @@ from pathlib import Path
 
 import harness
 
-BENCHES = ("lifecycle", "discovery", "dispatch", "outbox", "cleanup", "receipts", "soak")
+BENCHES = ("lifecycle", "discovery", "dispatch", "outbox", "cleanup", "receipts", "soak", "cost")
 RESULTS = harness.PROJECT_DIR / "bench" / "results"
 
 
