@@ -23,9 +23,10 @@ import hashlib
 import json
 import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import httpx
 
 from scheduler import messages
 from scheduler.conf import scheduler_settings
@@ -112,24 +113,44 @@ def protection_headers(launch: dict) -> dict[str, str]:
     return {BYPASS_HEADER: token} if isinstance(token, str) and token else {}
 
 
-def post(url: str, bearer: str, body: dict, launch: dict, extra_secrets=(), timeout: float = 15.0):
+# One pooled client per receiver origin and per thread (each drainer worker is a thread): deliveries reuse
+# their connections instead of opening one per request.
+_CLIENTS = threading.local()
+TIMEOUT = httpx.Timeout(15.0, connect=5.0)
+
+
+def _client(url: str) -> httpx.Client:
+    clients = getattr(_CLIENTS, "by_origin", None)
+    if clients is None:
+        clients = _CLIENTS.by_origin = {}
+    parts = urlsplit(url)
+    origin = (parts.scheme, parts.netloc)
+    if origin not in clients:
+        clients[origin] = httpx.Client(timeout=TIMEOUT, limits=httpx.Limits(max_keepalive_connections=4))
+    return clients[origin]
+
+
+def close_clients() -> None:
+    """Close this thread's pooled receiver connections (a drainer worker that stops)."""
+    for client in (getattr(_CLIENTS, "by_origin", None) or {}).values():
+        client.close()
+    _CLIENTS.by_origin = {}
+
+
+def post(url: str, bearer: str, body: dict, launch: dict, extra_secrets=()):
     """(status, JSON answer or None); an unreachable receiver raises DeliveryError with every secret scrubbed."""
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
-    request.add_header("Content-Type", "application/json")
-    request.add_header("Authorization", f"Bearer {bearer}")
-    for name, value in protection_headers(launch).items():
-        request.add_header(name, value)
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {bearer}", **protection_headers(launch)}
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            raw = response.read()
-            return response.status, (json.loads(raw) if raw else None)
-    except urllib.error.HTTPError as error:
-        error.close()
-        return error.code, None
-    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as error:
-        reason = getattr(error, "reason", error)
+        response = _client(url).post(url, content=json.dumps(body).encode(), headers=headers)
+    except httpx.HTTPError as error:
         secrets = launch_secrets(launch) + [bearer, *extra_secrets]
-        raise DeliveryError(redact_text(f"receiver unreachable: {reason}", secrets)) from None
+        raise DeliveryError(redact_text(f"receiver unreachable: {type(error).__name__}: {error}", secrets)) from None
+    if not 200 <= response.status_code < 300 or not response.content:
+        return response.status_code, None
+    try:
+        return response.status_code, response.json()
+    except ValueError:
+        return response.status_code, None
 
 
 def _pre_minted(launch: dict, base_url: str) -> Authority | None:

@@ -1,8 +1,8 @@
 """Deliver a claimed prefix to its run-ledger receiver (OBX-6, OBX-8, OBX-10, TRM-6).
 
 Routing is routing.py's (the launch's receiver, the terminal projection
-origin, or the built-in receiver); the token and what may be batched are
-authority.py's. Events go to `POST {receiver}/api/v2/internal/play-runtime/run-ledger/events`
+origin, or the built-in receiver); the token, what may be batched and the
+pooled HTTP client per receiver origin are authority.py's. Events go to `POST {receiver}/api/v2/internal/play-runtime/run-ledger/events`
 (Bearer token; `{runId, events: [{eventId, type, occurredAt, payload}]}`), the
 whole route in one request when prefix batching was granted, else one fact
 per request in causal order. Any 2xx acknowledges what it carried; a 401

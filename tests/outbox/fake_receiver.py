@@ -66,6 +66,8 @@ class FakeReceiver:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive: a client that pools its connections can reuse them
+
             def log_message(self, *args):
                 pass
 
@@ -88,7 +90,7 @@ class FakeReceiver:
                 auth = self.headers.get("Authorization", "")
                 with fake.lock:
                     fail = fake.random.random() < fake.failure_rate
-                    fake.requests.append({"path": self.path, "body": body,
+                    fake.requests.append({"path": self.path, "body": body, "client_port": self.client_address[1],
                                           "headers": {name.lower(): value for name, value in self.headers.items()}})
                 if self.path.endswith("/run-ledger-dispatch-token"):
                     if auth != f"Bearer {COORDINATOR_TOKEN}" or self._once("token"):

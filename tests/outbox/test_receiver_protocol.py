@@ -186,3 +186,10 @@ def test_opaque_dispatch_tokens__used_once_never_cached(receiver):
     backlog_run("run-opaque-2", facts=1, launch=launch_for(receiver), start_second=1)
     assert drain()["delivered"] == 2
     assert receiver.token_requests == 2
+
+
+def test_deliveries_reuse_their_connection_to_a_receiver(receiver):
+    backlog_run("run-pooled", facts=4, launch=launch_for(receiver))
+    assert drain()["delivered"] == 4
+    ports = {request["client_port"] for request in receiver.requests}
+    assert len(receiver.requests) == 5 and len(ports) == 1  # a token request and four events, one connection

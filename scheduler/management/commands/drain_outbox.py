@@ -15,9 +15,17 @@ from scheduler.conf import scheduler_settings
 from scheduler.kinds import HeadPriority, Lane, values
 from scheduler.loop import Loop, arm_wake_signal, lease_owner, listen, run_together
 from scheduler.management.cli import LoopCommand, integer, seconds
-from scheduler.outbox import claims, drainer
+from scheduler.outbox import authority, claims, drainer
 
 logger = logging.getLogger("scheduler.drain")
+
+
+def _finish(owner: str) -> None:
+    """A stopping worker returns the leases it still holds and closes its pooled receiver connections."""
+    try:
+        claims.release_all(owner)
+    finally:
+        authority.close_clients()
 
 
 class Command(LoopCommand):
@@ -49,5 +57,5 @@ class Command(LoopCommand):
                                     lease_seconds=options["lease_seconds"], should_stop=stopping.is_set).as_tick()
 
         return Loop(f"drain {owner}", tick, interval=options["interval"], once=options["once"], logger=logger,
-                    stopping=stopping, wake=wake, finish=partial(claims.release_all, owner),
+                    stopping=stopping, wake=wake, finish=partial(_finish, owner),
                     arm=None if options["once"] else partial(arm_wake_signal, "outbox_wake"))
