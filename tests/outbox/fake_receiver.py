@@ -67,6 +67,7 @@ class FakeReceiver:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive: a client that pools its connections can reuse them
+            disable_nagle_algorithm = True  # headers and body leave at once (no 40 ms delayed-ACK stall)
 
             def log_message(self, *args):
                 pass
