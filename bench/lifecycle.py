@@ -117,12 +117,12 @@ def bench_settlement(count: int, batch: int) -> float:
     return count / run_workers(settlers, settle_slice)
 
 
-def bench_full_cycle(count: int) -> float:
+def bench_full_cycle(count: int, prefix: str = "cycle-") -> float:
     """8 workers claim one run per claim and wait until its terminal committed; the process's
     group settler (as the web process uses) shares settle statements between them."""
     from scheduler.runs import lifecycle, settlement, settler
 
-    seed_queued(count, "cycle-")
+    seed_queued(count, prefix)
     done = [0] * 8
     group = settler.BatchSettler(max_batch=8)
 
@@ -142,6 +142,36 @@ def bench_full_cycle(count: int) -> float:
         group.close()
     assert sum(done) == count, sum(done)
     return count / elapsed
+
+
+OUTBOX_WAKE = "pgtrigger_outbox_wake_drainers_edbaf"
+RUN_QUEUED_WAKE = "pgtrigger_run_queued_wakes_dispatchers_0b30d"
+
+
+def notify_cycles(count: int) -> dict[str, float]:
+    """The cycle with the wake triggers as built (busy listeners disarm them: no NOTIFY), with them disabled,
+    and with every statement notifying, as before wake signals (a notifying commit takes the notify lock)."""
+    from django.db import connection, connections
+
+    bench_full_cycle(max(100, count // 4), "notify-warm-")  # the workers' connections and plans, not counted
+    connections.close_all()
+    rates = {"as built": bench_full_cycle(count, "notify-built-")}
+    connections.close_all()
+    with connection.cursor() as cursor:
+        cursor.execute(f"ALTER TABLE outbox DISABLE TRIGGER {OUTBOX_WAKE}")
+        cursor.execute(f"ALTER TABLE runs DISABLE TRIGGER {RUN_QUEUED_WAKE}")
+    rates["off"] = bench_full_cycle(count, "notify-off-")
+    connections.close_all()
+    with connection.cursor() as cursor:
+        cursor.execute(f"ALTER TABLE outbox ENABLE TRIGGER {OUTBOX_WAKE}")
+        cursor.execute(f"ALTER TABLE runs ENABLE TRIGGER {RUN_QUEUED_WAKE}")
+        for function, channel in ((OUTBOX_WAKE, "outbox_wake"), (RUN_QUEUED_WAKE, "run_queued")):
+            cursor.execute(f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger AS $fn$ BEGIN "
+                           f"PERFORM pg_notify(TG_TABLE_SCHEMA || '_{channel}', ''); RETURN NULL; END; $fn$ "
+                           "LANGUAGE plpgsql")
+    rates["every statement notifies"] = bench_full_cycle(count, "notify-every-")
+    connections.close_all()
+    return rates
 
 
 def free_port() -> int:
@@ -238,6 +268,8 @@ def main():
     cycle = bench_full_cycle(CYCLE_RUNS // scale)
     connections.close_all()
     latency = {clients: bench_http_terminal(bench_url, HTTP_REQUESTS // scale, clients) for clients in (1, 16, 64)}
+    connections.close_all()
+    notify = notify_cycles(CYCLE_RUNS // scale)  # last: it rewrites the wake triggers of the bench database
     rows = [("measure", "value", "reference", "ratio", "target")]
     rows.append((f"settlement, 4 settlers, {SETTLE_BATCH} per statement (terminals/s)", f"{settled:.0f}",
                  f"pgbench claim+update c=4: {limit:.0f} tps", f"{settled / limit:.2f}", ">= 1.50"))
@@ -246,6 +278,10 @@ def main():
     rows.append(("full cycle claim->settle, 8 workers (runs/s)", f"{cycle:.0f}", "", "", ""))
     for name, rate in peers.items():
         rows.append((f"  vs {name}, 8 workers (jobs/s)", f"{rate:.0f}", f"{name}", f"{cycle / rate:.2f}", ">= 1.50"))
+    for mode in ("as built", "every statement notifies"):
+        rows.append((f"  the cycle, wake notifications {mode} (runs/s)", f"{notify[mode]:.0f}",
+                     f"notifications off: {notify['off']:.0f} runs/s", f"{notify[mode] / notify['off']:.2f}",
+                     ">= 0.90" if mode == "as built" else ""))
     for clients, (p50, p99, http_rate) in latency.items():
         rows.append((f"POST /internal/runner/terminal, {clients} client(s): p99 (ms)", f"{p99:.1f}",
                      f"p50 {p50:.1f} ms, {http_rate:.0f} req/s", f"{p99:.1f}", "<= 20" if clients == 16 else ""))
