@@ -6,16 +6,19 @@ error message. Delete is asynchronous: 200 with desiredState "destroyed",
 later state "destroying", then 404. A DELETE while a state change is pending
 answers 409 and is followed up with a GET. 429 carries Retry-After. A 2xx
 without a JSON body naming the sandbox `id` means the base URL is wrong.
+Calls go through an httpx client per thread (dispatch starts run on a pool of threads), so a start's three
+calls and the next start's reuse one connection instead of a TLS handshake each.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
-import urllib.error
+import threading
 import urllib.parse
-import urllib.request
 from typing import Any
+
+import httpx
 
 from scheduler.kinds import Provider
 from scheduler.providers.base import DeleteOutcome, Inspection, ProviderError, ReadBack, SandboxProvider, SandboxRef, StartRequest
@@ -39,6 +42,15 @@ class DaytonaProvider(SandboxProvider):
         self._seen_domains: dict[str, str] = {}
         self.timeout = timeout
         self.snapshot = snapshot
+        self._local = threading.local()  # this thread's pooled client
+
+    def _client(self) -> httpx.Client:
+        client = getattr(self._local, "client", None)
+        if client is None:
+            client = self._local.client = httpx.Client(
+                timeout=httpx.Timeout(self.timeout, connect=min(5.0, self.timeout)),
+                limits=httpx.Limits(max_keepalive_connections=4))
+        return client
 
     def _key(self, routing_domain: str | None) -> str:
         key = self._api_keys.get(routing_domain or "")
@@ -49,22 +61,16 @@ class DaytonaProvider(SandboxProvider):
     def _call(self, method: str, path: str, routing_domain: str | None, body: Any = None) -> _Response:
         key = self._key(routing_domain)
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(f"{self.api_url}{path}", data=data, method=method)
-        request.add_header("Authorization", f"Bearer {key}")
-        request.add_header("Accept", "application/json")
+        headers = {"Authorization": f"Bearer {key}", "Accept": "application/json"}
         if data is not None:
-            request.add_header("Content-Type", "application/json")
+            headers["Content-Type"] = "application/json"
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return _Response(response.status, _json(response.read()), None)
-        except urllib.error.HTTPError as error:
-            with error:
-                retry_after = error.headers.get("Retry-After")
-                body = _json(error.read())
-            return _Response(error.code, body, float(retry_after) if retry_after and retry_after.isdigit() else None)
-        except (urllib.error.URLError, TimeoutError, OSError) as error:
-            reason = getattr(error, "reason", error)
-            raise ProviderError(f"Daytona unreachable: {reason}") from None
+            response = self._client().request(method, f"{self.api_url}{path}", content=data, headers=headers)
+        except httpx.HTTPError as error:
+            raise ProviderError(f"Daytona unreachable: {type(error).__name__}: {error}") from None
+        retry_after = response.headers.get("Retry-After")
+        return _Response(response.status_code, _json(response.content),
+                         float(retry_after) if retry_after and retry_after.isdigit() else None)
 
     def _sandbox(self, response: _Response, what: str) -> dict:
         """A 2xx body must be a sandbox object; anything else means a wrong base URL."""

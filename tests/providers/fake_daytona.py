@@ -21,8 +21,10 @@ class _Server(ThreadingHTTPServer):
 
 
 class FakeDaytona:
-    def __init__(self, keys: dict[str, str]):
+    def __init__(self, keys: dict[str, str], *, keep_alive: bool = False):
         self.keys = keys  # api key -> organization
+        self.keep_alive = keep_alive  # HTTP/1.1: a pooling client may reuse its connection
+        self.client_ports: list[int] = []
         self.sandboxes: dict[str, dict] = {}
         self.scripted: list[tuple[str, int, object, dict, str]] = []
         self.requests: list[tuple[str, str]] = []
@@ -56,6 +58,9 @@ class FakeDaytona:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if fake.keep_alive else "HTTP/1.0"
+            disable_nagle_algorithm = True
+
             def log_message(self, *args):
                 pass
 
@@ -70,6 +75,7 @@ class FakeDaytona:
 
             def _route(self, method):
                 fake.requests.append((method, self.path))
+                fake.client_ports.append(self.client_address[1])
                 length = int(self.headers.get("Content-Length") or 0)
                 payload = json.loads(self.rfile.read(length) or b"null") if length else None
                 for index, (scripted_method, status, body, headers, path_part) in enumerate(fake.scripted):

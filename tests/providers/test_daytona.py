@@ -124,3 +124,14 @@ def test_find_started__failures_are_provider_errors(daytona):
     with pytest.raises(ProviderError, match="SCHEDULER_DAYTONA_API_URL") as raised:
         provider.find_started("run-9", 1, "org-a")
     assert raised.value.permanent
+
+
+def test_calls_reuse_one_connection_per_thread():
+    with FakeDaytona(KEYS, keep_alive=True) as fake:
+        provider = DaytonaProvider(fake.url, {"org-a": "key-a"}, timeout=5)
+        try:
+            provider.start(StartRequest("run-1", 1, "org-a", {}, ["python3", "-m", "scheduler.runner"]))
+            provider.start(StartRequest("run-2", 1, "org-a", {}, ["python3", "-m", "scheduler.runner"]))
+        finally:
+            provider._local.client.close()
+    assert len(fake.client_ports) == 6 and len(set(fake.client_ports)) == 1  # two starts, three calls each
