@@ -11,12 +11,25 @@ from scheduler.conf import scheduler_settings
 
 SCHEMA = f'"{scheduler_settings.schema}"'
 IGNORE_FUNC = f"{SCHEMA}._pgtrigger_should_ignore"
+# A settled run's running receipts go back to queued. PL/pgSQL: each statement takes a fresh snapshot (so a
+# claim that committed while the settlement waited on the run's lock is seen) and keeps its plan.
+RELEASE_FUNCTION = f"""
+    CREATE OR REPLACE FUNCTION {SCHEMA}.release_settled_receipts(p_run_id text) RETURNS void AS $fn$
+    BEGIN
+        UPDATE {SCHEMA}.receipts
+        SET status = 'queued', lease_id = NULL, lease_expires_at = NULL, updated_at = now()
+        WHERE run_id = p_run_id AND status = 'running';
+    END;
+    $fn$ LANGUAGE plpgsql
+"""
 
 
 class Migration(migrations.Migration):
     dependencies = [("scheduler", "0020_redrive_permission")]
 
     operations = [
+        migrations.RunSQL(RELEASE_FUNCTION,
+                          reverse_sql=f"DROP FUNCTION IF EXISTS {SCHEMA}.release_settled_receipts(text)"),
         pgtrigger.migrations.AddTrigger(
             model_name="receipt",
             trigger=pgtrigger.compiler.Trigger(
@@ -39,9 +52,8 @@ class Migration(migrations.Migration):
                 sql=pgtrigger.compiler.UpsertTriggerSql(
                     condition='WHEN (NEW."status" IN (\'completed\', \'failed\', \'cancelled\') '
                               'AND OLD."status" IS DISTINCT FROM (NEW."status"))',
-                    func=(f"UPDATE {SCHEMA}.receipts SET status = 'queued', lease_id = NULL, lease_expires_at = NULL, "
-                          "updated_at = now() WHERE run_id = NEW.run_id AND status = 'running'; RETURN NULL;"),
-                    hash="4fcac66fa227d1081d883b8171792e5daa70c75f", ignore_func_name=IGNORE_FUNC,
+                    func=f"PERFORM {SCHEMA}.release_settled_receipts(NEW.run_id); RETURN NULL;",
+                    hash="e46e58da966e90ff50c6bed86c3a6f9c083fc1b5", ignore_func_name=IGNORE_FUNC,
                     operation="UPDATE", pgid="pgtrigger_settled_run_releases_receipts_84e7f", table="runs",
                     when="AFTER",
                 ),

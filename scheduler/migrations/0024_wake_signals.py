@@ -15,10 +15,17 @@ SCHEMA = f'"{scheduler_settings.schema}"'
 IGNORE_FUNC = f"{SCHEMA}._pgtrigger_should_ignore"
 
 
-def wake_if_armed(signal: str) -> str:
-    """Disarm the signal and NOTIFY its channel only when a listener had armed it (static SQL: a kept plan)."""
-    return (f"UPDATE {SCHEMA}.wake_signals SET armed = false WHERE channel = '{signal}' AND armed; "
-            f"IF FOUND THEN PERFORM pg_notify(TG_TABLE_SCHEMA || '_{signal}', ''); END IF;")
+# Disarm a signal and NOTIFY its channel only when a listener had armed it (PL/pgSQL: a kept plan).
+WAKE_FUNCTION = f"""
+    CREATE OR REPLACE FUNCTION {SCHEMA}.wake_listeners(p_signal text) RETURNS void AS $fn$
+    BEGIN
+        UPDATE {SCHEMA}.wake_signals SET armed = false WHERE channel = p_signal AND armed;
+        IF FOUND THEN
+            PERFORM pg_notify('{scheduler_settings.schema}_' || p_signal, '');
+        END IF;
+    END;
+    $fn$ LANGUAGE plpgsql
+"""
 SIGNALS = "INSERT INTO wake_signals (channel, armed) VALUES ('outbox_wake', true), ('run_queued', true) ON CONFLICT DO NOTHING"
 # The 0009 trigger's function (its trigger stays for older releases' shape checks): it no longer notifies.
 QUIET_OLD_TRIGGER = """
@@ -48,6 +55,7 @@ class Migration(migrations.Migration):
             },
         ),
         migrations.RunSQL(SIGNALS, reverse_sql=migrations.RunSQL.noop),
+        migrations.RunSQL(WAKE_FUNCTION, reverse_sql=f"DROP FUNCTION IF EXISTS {SCHEMA}.wake_listeners(text)"),
         migrations.RunSQL(QUIET_OLD_TRIGGER, reverse_sql=migrations.RunSQL.noop),
         pgtrigger.migrations.RemoveTrigger(
             model_name='outboxfact',
@@ -59,10 +67,10 @@ class Migration(migrations.Migration):
         ),
         pgtrigger.migrations.AddTrigger(
             model_name='outboxfact',
-            trigger=pgtrigger.compiler.Trigger(name='outbox_wake_drainers', sql=pgtrigger.compiler.UpsertTriggerSql(func="IF EXISTS (SELECT 1 FROM inserted) THEN " + wake_if_armed("outbox_wake") + " END IF; RETURN NULL;", hash='1883e4c1087ca1326d77bd0fe3d87af5d5ce06d4', ignore_func_name=IGNORE_FUNC, level='STATEMENT', operation='INSERT', pgid='pgtrigger_outbox_wake_drainers_edbaf', referencing='REFERENCING NEW TABLE AS inserted ', table='outbox', when='AFTER')),
+            trigger=pgtrigger.compiler.Trigger(name='outbox_wake_drainers', sql=pgtrigger.compiler.UpsertTriggerSql(func=f"IF EXISTS (SELECT 1 FROM inserted) THEN PERFORM {SCHEMA}.wake_listeners('outbox_wake'); END IF; RETURN NULL;", hash='b9c82bbbcbd8908cbc34cacdb590d615cf25cc3e', ignore_func_name=IGNORE_FUNC, level='STATEMENT', operation='INSERT', pgid='pgtrigger_outbox_wake_drainers_edbaf', referencing='REFERENCING NEW TABLE AS inserted ', table='outbox', when='AFTER')),
         ),
         pgtrigger.migrations.AddTrigger(
             model_name='run',
-            trigger=pgtrigger.compiler.Trigger(name='run_queued_wakes_dispatchers', sql=pgtrigger.compiler.UpsertTriggerSql(condition='WHEN (NEW."status" = \'queued\')', func=wake_if_armed("run_queued") + " RETURN NULL;", hash='2f116ac42a426c4c383f9387f135a7f4e7eaf3a8', ignore_func_name=IGNORE_FUNC, operation='INSERT OR UPDATE', pgid='pgtrigger_run_queued_wakes_dispatchers_0b30d', table='runs', when='AFTER')),
+            trigger=pgtrigger.compiler.Trigger(name='run_queued_wakes_dispatchers', sql=pgtrigger.compiler.UpsertTriggerSql(condition='WHEN (NEW."status" = \'queued\')', func=f"PERFORM {SCHEMA}.wake_listeners('run_queued'); RETURN NULL;", hash='fd0ec72ebb1e45ea74e33916d47afdee74f3629b', ignore_func_name=IGNORE_FUNC, operation='INSERT OR UPDATE', pgid='pgtrigger_run_queued_wakes_dispatchers_0b30d', table='runs', when='AFTER')),
         ),
     ]

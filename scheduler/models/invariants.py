@@ -1,6 +1,15 @@
-"""Trigger bodies shared by the models' invariant triggers (django-pgtrigger)."""
+"""Trigger bodies shared by the models' triggers (django-pgtrigger): a refusal, or a call of one of the
+scheduler's own database functions (their SQL is defined once, by the migration that creates them)."""
+
+from scheduler.conf import scheduler_settings
 
 
 def refuse(message: str) -> str:
     """PL/pgSQL body that refuses the write with an integrity error; `message` is a RAISE format and its arguments."""
     return f"RAISE EXCEPTION {message} USING ERRCODE = 'integrity_constraint_violation'; RETURN NULL;"
+
+
+def call(function: str, argument: str) -> str:
+    """PL/pgSQL body that calls a scheduler function, qualified by the configured schema (no search_path, a
+    pooler's or a role's, can misdirect it)."""
+    return f'PERFORM "{scheduler_settings.schema}".{function}({argument});'

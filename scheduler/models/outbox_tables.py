@@ -4,31 +4,17 @@ import pgtrigger
 from django.db import models
 from django.db.models.functions import Now
 
-from scheduler.conf import scheduler_settings
 from scheduler.kinds import Lane, values
-
-
-def qualified(table: str) -> str:
-    """A scheduler table named with the configured schema, for trigger bodies."""
-    return f'"{scheduler_settings.schema}".{table}'
-
-
-def wake_if_armed(signal: str) -> str:
-    """PL/pgSQL: disarm the signal and NOTIFY its channel only when a listener had armed it.
-
-    Why: a notifying transaction holds the cluster-wide notify lock until its commit is flushed, so notifying
-    commits serialize; while the listeners are busy (the signal disarmed) a commit notifies nobody. The table
-    is qualified with the configured schema (no search_path can misdirect it) in static SQL, whose plan
-    PL/pgSQL keeps.
-    """
-    return (
-        f"UPDATE {qualified('wake_signals')} SET armed = false WHERE channel = '{signal}' AND armed; "
-        f"IF FOUND THEN PERFORM pg_notify(TG_TABLE_SCHEMA || '_{signal}', ''); END IF;"
-    )
+from scheduler.models.invariants import call
 
 
 class WakeSignal(models.Model):
-    """Whether a listener of a wake channel is idle and wants a NOTIFY (armed), per channel."""
+    """Whether a listener of a wake channel is idle and wants a NOTIFY (armed), per channel.
+
+    Why: a notifying transaction holds the cluster-wide notify lock until its commit is flushed, so notifying
+    commits serialize. The wake triggers call wake_listeners(channel) (migration 0024): it disarms the signal
+    and notifies only when a listener had armed it, so while the listeners are busy no commit notifies.
+    """
 
     channel = models.TextField(primary_key=True)
     armed = models.BooleanField(db_default=True)
@@ -71,7 +57,8 @@ class OutboxFact(models.Model):
                 operation=pgtrigger.Insert,
                 when=pgtrigger.After,
                 referencing=pgtrigger.Referencing(new="inserted"),
-                func="IF EXISTS (SELECT 1 FROM inserted) THEN " + wake_if_armed("outbox_wake") + " END IF; RETURN NULL;",
+                func="IF EXISTS (SELECT 1 FROM inserted) THEN " + call("wake_listeners", "'outbox_wake'")
+                + " END IF; RETURN NULL;",
             ),
         ]
 

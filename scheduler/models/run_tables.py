@@ -9,9 +9,8 @@ import pgtrigger
 from django.db import models
 from django.db.models.functions import Now
 
-from scheduler.models.outbox_tables import qualified, wake_if_armed
 from scheduler.kinds import TERMINAL_RUN_STATUSES, AttemptStatus, ReceiptStatus, RunStatus, values
-from scheduler.models.invariants import refuse
+from scheduler.models.invariants import call, refuse
 
 RUN_STATUSES = values(RunStatus)
 ATTEMPT_STATUSES = values(AttemptStatus)
@@ -71,7 +70,7 @@ class Run(models.Model):
                 operation=pgtrigger.Insert | pgtrigger.Update,
                 when=pgtrigger.After,
                 condition=pgtrigger.Q(new__status=RunStatus.QUEUED.value),
-                func=wake_if_armed("run_queued") + " RETURN NULL;",
+                func=call("wake_listeners", "'run_queued'") + " RETURN NULL;",
             ),
             # RCP-1: a settled run leaves no receipt running; held leases go back to queued. A trigger, not a CTE of
             # the settling statements: its UPDATE takes a fresh snapshot after the run's row lock is granted, so it
@@ -82,9 +81,7 @@ class Run(models.Model):
                 when=pgtrigger.After,
                 condition=pgtrigger.Q(new__status__in=TERMINAL_STATUS_VALUES)
                 & pgtrigger.Q(old__status__df=pgtrigger.F("new__status")),
-                # Qualified by the configured schema, so no search_path (a pooler's, a role's) can misdirect it.
-                func=(f"UPDATE {qualified('receipts')} SET status = 'queued', lease_id = NULL, lease_expires_at = NULL, "
-                      "updated_at = now() WHERE run_id = NEW.run_id AND status = 'running'; RETURN NULL;"),
+                func=call("release_settled_receipts", "NEW.run_id") + " RETURN NULL;",
             ),
         ]
 

@@ -46,6 +46,8 @@ REQUIRED_FUNCTIONS = (
     "run_ledger_dispatch_launch(launch jsonb)",
     "next_fact_time(p_run_id text, p_step integer)",
     "runtime_json_is_count(value jsonb)",
+    "release_settled_receipts(p_run_id text)",
+    "wake_listeners(p_signal text)",
 )
 
 # Optional v64 items: name -> what it stands for.
