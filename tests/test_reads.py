@@ -132,3 +132,12 @@ def test_late_billing_wait__logged_in_the_seeds_words(caplog):
     tick = billing_sweep.run_once("billing-test")
     assert tick.counts["waiting"] == 1  # its sandbox's delete is not confirmed, its ceiling not reached
     assert f"billing run={parked.run_id}: {messages.LATE_BILLING_WAITING}" in caplog.text
+
+
+@pytest.mark.parametrize("attempt", ["x", "0", "²", "1" * 12, "-1"])
+def test_an_attempt_in_the_path_that_is_no_attempt__400_naming_it(api, attempt):
+    parked = factories.parked_run()
+    for path in (f"/internal/runs/{parked.run_id}/attempts/{attempt}/liveness",
+                 f"/internal/runs/{parked.run_id}/attempts/{attempt}/standing"):
+        status, body = api(path)
+        assert (status, body["field"]) == (400, "attempt"), (path, body)

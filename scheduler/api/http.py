@@ -68,6 +68,14 @@ def path_id(value: str, name: str) -> str:
     return validation.text(value, name, max_length=256)
 
 
+def path_attempt(value: str) -> int:
+    """An attempt number taken from the URL path: a JSON 400 naming it (never a 404 page, never a 500 for
+    digits int() refuses, such as a superscript two)."""
+    if not (value.isascii() and value.isdigit() and len(value) <= 10) or not 1 <= int(value) <= validation.MAX_INT32:
+        raise InvalidInput(f"attempt must be an integer between 1 and {validation.MAX_INT32}", field="attempt")
+    return int(value)
+
+
 def not_found(request, unknown_path: str = ""):
     """Anything else under /internal/: the JSON error shape, never Django's HTML page."""
     return error_response(NotFound(f"no endpoint {request.method} {request.path}", code="unknown_endpoint"))

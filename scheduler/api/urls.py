@@ -12,7 +12,7 @@ urlpatterns = [
     # The attempt is checked by the view (a JSON 400 naming it), not by a URL converter (an HTML 404).
     path("runs/<str:run_id>/attempts/<str:attempt>/standing", views_runs.attempt_standing),
     path("runs/<str:run_id>/attempts/<str:attempt>/liveness", views_reads.runner_liveness),
-    path("runs/<str:run_id>/standing", views_reads.run_standing),
+    path("runs/<str:run_id>/standing", views_runs.run_standing),
     path("runs/<str:run_id>/terminal-array-input-intent", views_reads.terminal_array_input_intent),
     path("runner-terminals", views_reads.recorded_terminals),
     path("runner/heartbeat", views_runner.heartbeat),

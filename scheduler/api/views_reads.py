@@ -1,43 +1,24 @@
-"""Read-only control endpoints (internal bearer token): runner liveness, a run's standing without an attempt,
-a terminal run's array-input intent, recorded terminals over several release lanes."""
+"""Read-only control endpoints (internal bearer token): runner liveness, a terminal run's array-input intent,
+recorded terminals over several release lanes."""
 
 from django.http import JsonResponse
 
 from scheduler import validation
 from scheduler.api import responses
 from scheduler.api.auth import require_internal_token
-from scheduler.api.http import api_view, path_id
+from scheduler.api.http import api_view, path_attempt, path_id
 from scheduler.errors import InvalidInput, NotFound
-from scheduler.runs import lifecycle, reads
-
-
-def _attempt(value: str) -> int:
-    """An attempt from the URL path: a JSON 400 naming it, never a 404 page."""
-    number = int(value) if value.isdigit() and len(value) <= 10 else None
-    if number is None or not 1 <= number <= validation.MAX_INT32:
-        raise InvalidInput(f"attempt must be an integer between 1 and {validation.MAX_INT32}", field="attempt")
-    return number
+from scheduler.runs import reads
 
 
 @api_view("GET")
 def runner_liveness(request, run_id, attempt):
     require_internal_token(request)
     run_id = path_id(run_id, "runId")
-    answer = reads.runner_liveness(run_id, _attempt(attempt))
+    answer = reads.runner_liveness(run_id, path_attempt(attempt))
     if answer is None:
         raise NotFound(f"attempt {attempt} of run {run_id} not found")
     return JsonResponse(responses.liveness(answer))
-
-
-@api_view("GET")
-def run_standing(request, run_id):
-    """The executor attempt standing for a token that names no attempt (the seed's null attempt)."""
-    require_internal_token(request)
-    run_id = path_id(run_id, "runId")
-    standing = lifecycle.attempt_standing(run_id, None)
-    if standing is None:
-        raise NotFound(f"run {run_id} not found")
-    return JsonResponse(responses.standing(standing))
 
 
 @api_view("GET")

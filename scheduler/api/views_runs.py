@@ -5,7 +5,7 @@ from django.http import JsonResponse
 from scheduler import validation
 from scheduler.api import parsing, responses
 from scheduler.api.auth import require_internal_token
-from scheduler.api.http import api_view, json_body, path_id
+from scheduler.api.http import api_view, json_body, path_attempt, path_id
 from scheduler.errors import InvalidInput, NotFound
 from scheduler.operations import run_list
 from scheduler.runs import lifecycle
@@ -56,13 +56,17 @@ def array_input_intent(request, run_id):
 @api_view("GET")
 def attempt_standing(request, run_id, attempt):
     require_internal_token(request)
-    run_id = path_id(run_id, "runId")
-    try:
-        attempt = int(attempt) if attempt.isdigit() else None
-    except ValueError:  # more digits than Python converts
-        attempt = None
-    if attempt is None or not 1 <= attempt <= validation.MAX_INT32:
-        raise InvalidInput(f"attempt must be an integer between 1 and {validation.MAX_INT32}", field="attempt")
+    return standing_of(path_id(run_id, "runId"), path_attempt(attempt))
+
+
+@api_view("GET")
+def run_standing(request, run_id):
+    """The executor attempt standing for a token that names no attempt (the seed's null attempt)."""
+    require_internal_token(request)
+    return standing_of(path_id(run_id, "runId"), None)
+
+
+def standing_of(run_id: str, attempt: int | None) -> JsonResponse:
     standing = lifecycle.attempt_standing(run_id, attempt)
     if standing is None:
         raise NotFound(f"run {run_id} not found")
