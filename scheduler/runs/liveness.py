@@ -15,16 +15,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import logging
 from dataclasses import dataclass, field
 
 import psycopg
-from django.db import transaction
+from django.db import connection, transaction
 
 from scheduler import db
-from scheduler.conf import scheduler_settings
 from scheduler.kinds import SUSPENSION_FALLBACK_PROVIDER, FailureCode, Provider, ResultStatus, VerdictKind, values
 from scheduler.providers import Inspection, ProviderError, SandboxRef, get_provider, sandbox_placement
 from scheduler.runs import settlement
@@ -66,21 +66,25 @@ def record_verdict(kind: VerdictKind, row: dict, result: dict, now: dt.datetime 
 
 
 def discover(limit: int, default_timeout_ms: int, after_run_ids: dict | None = None, now=None) -> list[dict]:
-    """SWP-1, SWP-2: what needs action. Through attempts.liveness_deadline's index where the column exists
-    (read from the catalog every tick, never cached: a deploy may add it); else the historical statement."""
+    """SWP-1, SWP-2: what needs action, found through attempts.liveness_deadline's index.
+
+    Reader-first (SCH-3) without a catalog read every tick: on a schema without the column the statement
+    fails with 42703 naming it and the historical statement runs instead (nothing is cached: a deploy may add
+    the column at any time).
+    """
     params = {
         "limit": max(1, min(100, int(limit))), "default_timeout_ms": default_timeout_ms,
         "after_run_ids": json.dumps(after_run_ids or {}), "now": now,
         "providers": list(values(Provider)), "fallback_provider": SUSPENSION_FALLBACK_PROVIDER,
     }
-    table = f'"{scheduler_settings.schema}".attempts'
-    if db.fetch_value("schema_column_present", {"table": table, "column": "liveness_deadline"}):
-        try:
-            with transaction.atomic():  # a savepoint inside a caller's transaction: the fallback still runs
-                return db.fetch_all("runs_list_liveness_work", params)
-        except psycopg.errors.UndefinedColumn as error:
-            if "liveness_deadline" not in str(error):
-                raise
+    # Inside a caller's transaction a savepoint keeps the fallback possible; alone, the failure aborts nothing.
+    guard = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
+    try:
+        with guard:
+            return db.fetch_all("runs_list_liveness_work", params)
+    except psycopg.errors.UndefinedColumn as error:
+        if "liveness_deadline" not in str(error):
+            raise
     return db.fetch_all("runs_list_liveness_work_historical", params)
 
 
