@@ -53,12 +53,16 @@ if DATABASES["default"].get("ENGINE") != "django.db.backends.postgresql":
 
 # Every connection resolves unqualified names in the scheduler schema first:
 # Django's own tables and pgtrigger's functions live beside the scheduler's.
+# A transaction-pooling bouncer refuses startup options: there the role carries
+# them (`migrate` sets them, scheduler/schema/pooling.py).
 DATABASES["default"].setdefault("OPTIONS", {})
-DATABASES["default"]["OPTIONS"]["options"] = (
+SESSION_OPTIONS = (
     f"-c search_path={SCHEDULER['SCHEDULER_SCHEMA']},public "
     f"-c statement_timeout={SCHEDULER['SCHEDULER_STATEMENT_TIMEOUT_MS']} "
     f"-c plan_cache_mode={SCHEDULER['SCHEDULER_PLAN_CACHE_MODE']}"
 )
+if not SCHEDULER["SCHEDULER_TRANSACTION_POOLING"]:
+    DATABASES["default"]["OPTIONS"]["options"] = SESSION_OPTIONS
 DATABASES["default"]["OPTIONS"].setdefault("application_name", SCHEDULER["SCHEDULER_APPLICATION_NAME"])
 # Django turns psycopg's statement preparing off; the scheduler's named
 # statements ask for it explicitly (scheduler/db.py), the ORM still does not.
@@ -68,6 +72,23 @@ DATABASES["default"]["OPTIONS"].setdefault("prepare_threshold", 5 if SCHEDULER["
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("TEST", {})
+# What needs a session of its own (LISTEN, the deploy lock, `migrate`) connects here, past any pooler.
+if env.str("DIRECT_DATABASE_URL", default=""):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            DATABASES["direct"] = env.db_url("DIRECT_DATABASE_URL")
+    except Exception as error:  # noqa: BLE001 - as for DATABASE_URL: the URL is never echoed
+        raise ImproperlyConfigured(f"DIRECT_DATABASE_URL is not a database URL ({type(error).__name__}); "
+                                   "expected postgres://user:password@host:port/dbname") from None
+    if DATABASES["direct"].get("ENGINE") != "django.db.backends.postgresql":
+        raise ImproperlyConfigured("DIRECT_DATABASE_URL must point at PostgreSQL (postgres://...)")
+    DATABASES["direct"]["OPTIONS"] = {**DATABASES["default"]["OPTIONS"], "options": SESSION_OPTIONS,
+                                      **DATABASES["direct"].get("OPTIONS", {})}
+    DATABASES["direct"].update(CONN_MAX_AGE=0, CONN_HEALTH_CHECKS=True, TEST={"MIRROR": "default"})
+elif SCHEDULER["SCHEDULER_TRANSACTION_POOLING"]:
+    raise ImproperlyConfigured("SCHEDULER_TRANSACTION_POOLING=true needs DIRECT_DATABASE_URL: LISTEN and the "
+                               "deploy lock need a session of their own, past the pooler")
 if env.str("TEST_DATABASE_NAME", default=""):
     DATABASES["default"]["TEST"]["NAME"] = env.str("TEST_DATABASE_NAME")
 

@@ -168,6 +168,8 @@ class SchedulerSettings:
     statement_timeout_ms = Setting(30_000, _integer(0))
     prepare_statements = Setting(True, _boolean)
     plan_cache_mode = Setting("auto", _one_of(PLAN_CACHE_MODES))
+    # DATABASE_URL reaches a transaction-pooling bouncer: no session state, no startup options (docs/operations.md).
+    transaction_pooling = Setting(False, _boolean)
     claim_lease_seconds = Setting(300, _integer(1))
     dispatch_starts = Setting(32, _integer(1, 256))
     cleanup_lease_seconds = Setting(120, _integer(1))

@@ -5,7 +5,7 @@ is the only way code reaches them. Statements run on Django's connection
 (same session, same transaction) through a server-side-binding psycopg
 cursor and are prepared per connection: the CTE statements cost more to plan
 than to execute. SCHEDULER_PREPARE_STATEMENTS=false turns preparing off (for
-a transaction-pooling bouncer). Database errors come out as psycopg's own
+a transaction-pooling bouncer older than PgBouncer 1.21). Database errors come out as psycopg's own
 exceptions (with `.sqlstate`), with the statement name added as a note, so
 callers can match SQLSTATEs such as 42703 without Django's wrapper.
 """
@@ -74,15 +74,30 @@ def _use_plan_mode(cursor, wanted: str) -> None:
         _plan_modes[cursor.connection] = wanted
 
 
-def _execute(cursor, name: str, text: str, arguments: list[Any], timeout_ms: int | None) -> None:
+def _plan_mode(name: str) -> str | None:
+    """The plan_cache_mode block `name` runs under; None when it is not prepared (the mode then means nothing)."""
     mark = sql.plan_mark(name)
-    prepare = bool(scheduler_settings.prepare_statements) and mark != "custom"
+    if not scheduler_settings.prepare_statements or mark == "custom":
+        return None
+    return "force_generic_plan" if mark == "generic" else scheduler_settings.plan_cache_mode
+
+
+def _execute(cursor, name: str, text: str, arguments: list[Any], timeout_ms: int | None, *,
+             mode: str | None, local_mode: str | None, reset_mode: bool) -> tuple[list[dict[str, Any]], int]:
     try:
         if timeout_ms is not None:
             cursor.execute("SELECT set_config('statement_timeout', $1, true)", [f"{int(timeout_ms)}ms"])
-        if prepare:
-            _use_plan_mode(cursor, "force_generic_plan" if mark == "generic" else scheduler_settings.plan_cache_mode)
-        cursor.execute(text, arguments, prepare=prepare)
+        if local_mode is not None:
+            cursor.execute("SELECT set_config('plan_cache_mode', $1, true)", [local_mode])
+        elif mode is not None and not scheduler_settings.transaction_pooling:
+            _use_plan_mode(cursor, mode)
+        cursor.execute(text, arguments, prepare=mode is not None)
+        rows = [] if cursor.description is None else _dict_rows(cursor.description, cursor.fetchall())
+        rowcount = cursor.rowcount
+        if reset_mode:
+            # Inside the caller's transaction: the rest of it runs under the configured mode again.
+            cursor.execute("SELECT set_config('plan_cache_mode', $1, true)", [scheduler_settings.plan_cache_mode])
+        return rows, rowcount
     except psycopg.Error as exc:
         exc.add_note(f"in SQL statement {name}")
         raise
@@ -100,7 +115,10 @@ def run(
 
     With `timeout_ms` the statement runs in a transaction whose
     statement_timeout is set locally (inside an outer atomic block the
-    setting lasts until that block ends).
+    setting lasts until that block ends). Behind a transaction pooler
+    (SCHEDULER_TRANSACTION_POOLING) a statement's own plan_cache_mode is set
+    for its transaction only: a session setting would stay on a server
+    connection the pooler hands to other clients.
     """
     text, names = _compiled(name, schema or scheduler_settings.schema)
     arguments = _arguments(name, names, params or {})
@@ -109,21 +127,32 @@ def run(
     # connection the server has closed (CONN_HEALTH_CHECKS), then (re)connect.
     connection.close_if_health_check_failed()
     connection.ensure_connection()
-    with transaction.atomic(using=using, savepoint=False) if timeout_ms is not None else contextlib.nullcontext():
+    mode = _plan_mode(name)
+    local_mode = mode if scheduler_settings.transaction_pooling and mode != scheduler_settings.plan_cache_mode else None
+    reset_mode = local_mode is not None and connection.in_atomic_block
+    own_transaction = timeout_ms is not None or local_mode is not None
+    with transaction.atomic(using=using, savepoint=False) if own_transaction else contextlib.nullcontext():
         # A RawCursor binds server-side ($n placeholders), which preparing
         # needs; Django's own cursors interpolate client-side.
         with psycopg.RawCursor(connection.connection) as cursor:
             try:
-                _execute(cursor, name, text, arguments, timeout_ms)
+                return _execute(cursor, name, text, arguments, timeout_ms,
+                                mode=mode, local_mode=local_mode, reset_mode=reset_mode)
             except psycopg.Error:
                 # As Django's error wrapper would: the end of the request or tick
                 # then checks the connection and closes it if it is broken.
                 connection.errors_occurred = True
                 raise
-            rows: list[dict[str, Any]] = []
-            if cursor.description is not None:
-                rows = _dict_rows(cursor.description, cursor.fetchall())
-            return rows, cursor.rowcount
+
+
+def direct_alias() -> str:
+    """The database alias for what needs a session of its own: LISTEN, the deploy lock, `migrate`.
+
+    DIRECT_DATABASE_URL names it when DATABASE_URL reaches a pooler; otherwise it is the default connection.
+    """
+    from django.conf import settings
+
+    return "direct" if "direct" in settings.DATABASES else "default"
 
 
 def fetch_all(name: str, params: dict[str, Any] | None = None, **kwargs) -> list[dict[str, Any]]:
@@ -171,6 +200,12 @@ def keep_values_out_of_server_log(sender, connection, **kwargs) -> None:
     its own settings, and values are still refused at the edge before any statement sees them.
     """
     if connection.vendor != "postgresql" or connection.connection is None:
+        return
+    if scheduler_settings.transaction_pooling and connection.alias != direct_alias():
+        # A session setting would stay on a server connection the pooler shares (docs/operations.md).
+        from scheduler.schema.pooling import check_pooled_session
+
+        check_pooled_session(connection)
         return
     raw = connection.connection
     try:

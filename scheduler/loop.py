@@ -200,7 +200,10 @@ def listen(channel: str, stopping: threading.Event, wake: threading.Event, logge
     def serve() -> None:
         import psycopg
 
-        params = connections["default"].get_connection_params()
+        from scheduler.db import direct_alias
+
+        # LISTEN needs a session of its own: past any transaction pooler.
+        params = connections[direct_alias()].get_connection_params()
         params.pop("cursor_factory", None)
         params.pop("context", None)
         failures = 0

@@ -65,3 +65,16 @@ FROM pg_trigger AS trigger_row
 JOIN pg_class AS relation ON relation.oid = trigger_row.tgrelid
 WHERE relation.relnamespace = to_regnamespace(%(schema)s::text)
   AND NOT trigger_row.tgisinternal;
+
+-- name: schema_pooled_role_defaults
+-- What a transaction-pooled connection cannot send as startup options, as this role's defaults in this
+-- database; each row is one ALTER ROLE, quoted by format() (%I, %L), for the caller to run.
+SELECT format('ALTER ROLE CURRENT_USER IN DATABASE %I SET %s = %s', current_database(), setting.name,
+              setting.value) AS statement
+FROM (VALUES ('search_path', format('%I, public', %(schema)s::text)),
+             ('statement_timeout', format('%L', %(statement_timeout)s::text)),
+             ('plan_cache_mode', format('%L', %(plan_cache_mode)s::text))) AS setting (name, value);
+
+-- name: schema_session_search_path
+-- The first schema this session resolves unqualified names in (a pooled session gets it from its role).
+SELECT (current_schemas(false))[1] AS first_schema, current_setting('search_path') AS search_path;
