@@ -113,7 +113,10 @@ def pgbench_run(url: str, script: str, clients: int, seconds: int = 10, *, prepa
                "-T", str(seconds), "-h", params["host"], "-p", params["port"], "-U", params["user"], params["dbname"]]
     if prepared:
         command[1:1] = ["-M", "prepared"]
-    output = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
+    finished = subprocess.run(command, env=env, capture_output=True, text=True)
+    if finished.returncode != 0:
+        raise SystemExit(f"pgbench failed ({handle.name}): {finished.stderr.strip()[-2000:]}")
+    output = finished.stdout
     os.unlink(handle.name)
     return float(re.search(r"tps = ([0-9.]+)", output).group(1))
 
