@@ -25,10 +25,13 @@ CANDIDATES = 4 * RUNS_PER_CLAIM
 @dataclass
 class DrainTick:
     counts: dict = field(default_factory=lambda: {"claimed": 0, "delivered": 0, "retried": 0, "failed_heads": 0, "released": 0})
+    # The listing was full or the batch ran out: more may be ready behind what this tick claimed.
+    more: bool = False
 
     def as_tick(self) -> Tick:
-        """A tick that claimed anything goes again at once: more may be ready behind it."""
-        return Tick(self.counts, again=self.counts["claimed"] > 0)
+        """Batch was full, go again (as River's services do); otherwise the loop arms its wake signal, looks once
+        more and waits: a short listing already showed everything that was ready."""
+        return Tick(self.counts, again=self.counts["claimed"] > 0 and self.more)
 
 
 def run_once(lease_owner: str, *, lane: Lane = Lane.LEDGER, head_priority: HeadPriority = HeadPriority.ADMISSION_FIRST,
@@ -36,15 +39,15 @@ def run_once(lease_owner: str, *, lane: Lane = Lane.LEDGER, head_priority: HeadP
              should_stop=lambda: False) -> DrainTick:
     result = DrainTick()
     candidates: list[str] = []
-    listed_empty = False
+    listed, listing_full = False, False
     empty_rounds = 0
     while result.counts["claimed"] < batch and not should_stop():
         if not candidates:
-            if listed_empty:
-                break
+            if listed and not listing_full:
+                break  # the last listing held everything ready then; what came since is the next tick's
             candidates = _own_slice_first(
                 [row["run_id"] for row in claims.list_ready_runs(lane, head_priority, CANDIDATES)], lease_owner)
-            listed_empty = not candidates
+            listed, listing_full = True, len(candidates) >= CANDIDATES
             continue
         prefixes = claims.lease_prefixes(candidates, lane, lease_owner, lease_seconds,
                                      max_runs=min(RUNS_PER_CLAIM, batch - result.counts["claimed"]))
@@ -68,6 +71,7 @@ def run_once(lease_owner: str, *, lane: Lane = Lane.LEDGER, head_priority: HeadP
             if not full or result.counts["claimed"] >= batch:
                 break
             prefixes = claims.lease_prefixes(full, lane, lease_owner, lease_seconds, max_runs=len(full))
+    result.more = listing_full or result.counts["claimed"] >= batch
     return result
 
 
