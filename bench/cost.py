@@ -140,10 +140,10 @@ def top_statements(limit: int = 10) -> list[tuple]:
         return best if length >= min(len(seen), 12) else " ".join(query.split())[:60]
 
     with connection.cursor() as cursor:
-        cursor.execute("""SELECT query, calls, total_plan_time + total_exec_time FROM pg_stat_statements
+        cursor.execute("""SELECT query, calls, total_plan_time + total_exec_time, total_plan_time FROM pg_stat_statements
                            WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
                              AND query NOT LIKE %s ORDER BY 3 DESC LIMIT %s""", ["%pg_snapshot_xmax%", limit])
-        return [(block_of(query), calls, total) for query, calls, total in cursor]
+        return [(block_of(query), calls, total, planning) for query, calls, total, planning in cursor]
 
 
 def _common_prefix(left: list[str], right: list[str]) -> int:
@@ -197,8 +197,9 @@ def main():
                  f"{whole(unprepared, 2, runs):.2f}", f"{whole(unprepared, 2, runs) / statement_ms:.2f}x prepared",
                  "", ""))
     harness.print_table("where the server time of the prepared runs went",
-                        [("statement", "calls", "ms per run")]
-                        + [(name, calls, f"{total / runs:.3f}") for name, calls, total in top])
+                        [("statement", "calls", "ms per run", "of which planning")]
+                        + [(name, calls, f"{total / runs:.3f}", f"{planning / runs:.3f}")
+                           for name, calls, total, planning in top])
     harness.report(f"the database cost of one run ({runs} runs each way)", rows, args.check)
 
 
