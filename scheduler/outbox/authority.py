@@ -31,6 +31,7 @@ import httpx
 from scheduler import messages
 from scheduler.conf import scheduler_settings
 from scheduler.outbox.claims import Prefix
+from scheduler.tls import client_ssl_context
 from scheduler.outbox.routing import DeliveryError, distinct_terminal_origin, is_immutable_origin, ordinary_receiver
 from scheduler.redaction import launch_secrets, redact_text
 
@@ -126,7 +127,8 @@ def _client(url: str) -> httpx.Client:
     parts = urlsplit(url)
     origin = (parts.scheme, parts.netloc)
     if origin not in clients:
-        clients[origin] = httpx.Client(timeout=TIMEOUT, limits=httpx.Limits(max_keepalive_connections=4))
+        clients[origin] = httpx.Client(verify=client_ssl_context(), timeout=TIMEOUT,
+                                       limits=httpx.Limits(max_keepalive_connections=4))
     return clients[origin]
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from scheduler.kinds import Provider
+from scheduler.tls import client_ssl_context
 from scheduler.providers.base import DeleteOutcome, Inspection, ProviderError, ReadBack, SandboxProvider, SandboxRef, StartRequest
 
 GONE_STATES = {"destroyed", "destroying", "stopped", "stopping", "error", "build_failed", "archived", "archiving"}
@@ -48,7 +49,7 @@ class DaytonaProvider(SandboxProvider):
         client = getattr(self._local, "client", None)
         if client is None:
             client = self._local.client = httpx.Client(
-                timeout=httpx.Timeout(self.timeout, connect=min(5.0, self.timeout)),
+                verify=client_ssl_context(), timeout=httpx.Timeout(self.timeout, connect=min(5.0, self.timeout)),
                 limits=httpx.Limits(max_keepalive_connections=4))
         return client
 

@@ -135,3 +135,24 @@ def test_calls_reuse_one_connection_per_thread():
         finally:
             provider._local.client.close()
     assert len(fake.client_ports) == 6 and len(set(fake.client_ports)) == 1  # two starts, three calls each
+
+
+def test_every_threads_client_shares_one_tls_context():
+    """A start thread's first call does not build a TLS context of its own (the CA bundle's ~20 ms, GIL held)."""
+    import threading
+
+    with FakeDaytona(KEYS) as fake:
+        provider = DaytonaProvider(fake.url, {"org-a": "key-a"}, timeout=5)
+        contexts = []
+
+        def start(number):
+            provider.start(StartRequest(f"run-{number}", 1, "org-a", {}, ["python3", "-m", "scheduler.runner"]))
+            contexts.append(provider._local.client._transport._pool._ssl_context)
+            provider._local.client.close()
+
+        threads = [threading.Thread(target=start, args=(number,)) for number in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert len(contexts) == 3 and len({id(context) for context in contexts}) == 1

@@ -1,0 +1,19 @@
+"""One TLS context for every pooled HTTP client of this process (Daytona calls, run-ledger deliveries).
+
+Why: building a context loads the CA bundle, about 20 ms of CPU with the GIL held (100 ms for the first), and
+the scheduler keeps one httpx client per thread: a dispatcher's 32 start threads each paid it on their first
+start, stalling the starts already in flight. An ssl.SSLContext is safe to share between threads.
+"""
+
+from __future__ import annotations
+
+import functools
+import ssl
+
+import httpx
+
+
+@functools.cache
+def client_ssl_context() -> ssl.SSLContext:
+    """httpx's own default verification (its CA bundle, SSL_CERT_FILE and SSL_CERT_DIR honoured), made once."""
+    return httpx.create_ssl_context()
