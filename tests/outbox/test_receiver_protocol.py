@@ -150,6 +150,15 @@ def test_vercel_bypass__never_in_an_error_or_a_log(receiver, caplog):
     assert "unreachable" in errors and BYPASS not in errors and BYPASS not in caplog.text
 
 
+def test_delivered_requests__their_urls_stay_out_of_the_log(receiver, caplog):
+    """httpx logs each request's whole URL at INFO; a receiver URL may carry a token, so its logger is quiet."""
+    caplog.set_level(logging.INFO)
+    backlog_run("run-quiet", facts=2, launch=launch_for(receiver))
+    assert drain()["delivered"] == 2
+    assert receiver.url not in caplog.text
+    assert not [record for record in caplog.records if record.name.startswith(("httpx", "httpcore"))]
+
+
 # ---- 5. the per-run dispatch authority ---------------------------------------
 
 def _prefix(fake, run_id="run-auth", kinds=("run.progress",)) -> Prefix:
