@@ -139,6 +139,17 @@ def test_concurrent_legacy_index__exists_and_valid_after_migrate():
     assert "WHERE (status <> 'deleted'::text)" in definition
 
 
+def test_the_ledgers_event_id_has_no_pattern_index():
+    """Stored events write one index entry fewer: nothing searches event ids by prefix (migration 0026)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'runtime_scheduler' "
+                       "AND tablename = 'run_ledger_events' ORDER BY 1")
+        names = [row[0] for row in cursor.fetchall()]
+    assert names == ["run_ledger_events_pkey", "runtime_scheduler_run_ledger_events_run_idx"]
+
+
 def test_models_and_migrations_agree():
     from django.core.management import call_command
 
