@@ -71,6 +71,23 @@ def test_requirement_ids_in_the_code_are_defined_in_the_docs():
     assert missing == []
 
 
+def test_every_file_the_docs_link_is_in_the_repository():
+    """A clone shows what the README and docs link to (the benchmark plot once lived in an ignored folder)."""
+    import subprocess
+
+    tracked = set(subprocess.run(["git", "ls-files"], cwd=PROJECT, capture_output=True, text=True,
+                                 check=True).stdout.splitlines())
+    missing = []
+    for page in [PROJECT / "README.md", *(PROJECT / "docs").glob("*.md")]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            path = (page.parent / target).resolve().relative_to(PROJECT)
+            if str(path) not in tracked and not any(name.startswith(f"{path}/") for name in tracked):
+                missing.append(f"{page.name} -> {target}")
+    assert missing == []
+
+
 def test_the_readme_layout_table_matches_the_tree():
     readme = (PROJECT / "README.md").read_text()
     table = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
