@@ -32,6 +32,7 @@ def test_internal_api__short_chain__same_json_answer():
     assert status[:3] in ("400", "401") and json.loads(content)["error"]
     assert "X-Frame-Options" not in headers and "Vary" not in headers  # no clickjacking or session middleware
     assert headers["X-Content-Type-Options"] == "nosniff"  # the security headers stay
+    assert headers["Content-Length"] == str(len(content))  # a keep-alive client needs no chunked framing
 
 
 def test_admin__whole_chain():
