@@ -100,6 +100,11 @@ class BatchSettler:
         # connection that just answered is alive, and a broken one fails the batch over to one-by-one below.
         if time.monotonic() - self._proven_at > HEALTHY_FOR_SECONDS:
             close_old_connections()
+        else:
+            # A busy settler still honours CONN_MAX_AGE (what close_old_connections would have done).
+            connection = connections["default"]
+            if connection.close_at is not None and time.monotonic() >= connection.close_at:
+                connection.close()
         try:
             answers = settlement.settle_attempts([item for item, _ in batch])
             self._proven_at = time.monotonic()
