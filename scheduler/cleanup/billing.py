@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from scheduler import db
+from scheduler.conf import scheduler_settings
 
 TERMINAL_GRACE_SECONDS = 60
 DEFAULT_TIMEOUT_SECONDS = 3600
 
 
 def claim(lease_owner: str, limit: int = 20, now=None) -> list[str]:
-    return [row["run_id"] for row in db.fetch_all("compute_billing_claim", {"lease_owner": lease_owner, "limit": limit, "now": now})]
+    """Lease due jobs for SCHEDULER_BILLING_LEASE_SECONDS: a worker killed holding them leaves them to another then."""
+    return [row["run_id"] for row in db.fetch_all("compute_billing_claim", {
+        "lease_owner": lease_owner, "limit": limit, "now": now,
+        "lease_seconds": scheduler_settings.billing_lease_seconds,
+    })]
 
 
 def finalize(run_id: str, lease_owner: str, now=None) -> dict:

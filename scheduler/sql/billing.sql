@@ -10,7 +10,8 @@ WITH due AS (
     FOR UPDATE SKIP LOCKED
 )
 UPDATE __schema__.compute_billing_jobs_v2 AS job
-SET lease_owner = %(lease_owner)s::text, lease_expires_at = now() + interval '5 minutes',
+SET lease_owner = %(lease_owner)s::text,
+    lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::double precision),
     attempt_count = job.attempt_count + 1, updated_at = now()
 FROM due
 WHERE job.run_id = due.run_id

@@ -37,7 +37,7 @@ class Stack:
         self.log = open(self.log_path, "w")
         env = manage_env(self.server.url, SCHEDULER_INTERNAL_TOKEN=TOKEN, SCHEDULER_SANDBOX_DIR=str(self.sandboxes),
                          SCHEDULER_CLAIM_LEASE_SECONDS="5", SCHEDULER_HEARTBEAT_TIMEOUT_MS="6000",
-                         SCHEDULER_CLEANUP_LEASE_SECONDS="10")
+                         SCHEDULER_CLEANUP_LEASE_SECONDS="10", SCHEDULER_BILLING_LEASE_SECONDS="10")
         self.process = subprocess.Popen(manage_command("scheduler_up", "--no-demo", "--bind", f"127.0.0.1:{self.port}"),
                                         env=env, cwd=PROJECT_DIR, stdout=self.log, stderr=subprocess.STDOUT)
         wait_for(lambda: self.healthy(), "scheduler_up serving /healthz", seconds=120)
