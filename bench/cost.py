@@ -60,11 +60,15 @@ def private_server():
     import psycopg
 
     server = PrivateServer(Path(tempfile.mkdtemp(prefix="bench-cost-")))
-    with psycopg.connect(server.url, autocommit=True) as conn:
-        conn.execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
-        conn.execute("ALTER SYSTEM SET autovacuum_naptime = '5s'")
-        conn.execute("ALTER SYSTEM SET pg_stat_statements.track_planning = on")
-    server.restart("fast")
+    try:
+        with psycopg.connect(server.url, autocommit=True) as conn:
+            conn.execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+            conn.execute("ALTER SYSTEM SET autovacuum_naptime = '5s'")
+            conn.execute("ALTER SYSTEM SET pg_stat_statements.track_planning = on")
+        server.restart("fast")
+    except BaseException:
+        server.stop()  # a server nobody will use must not outlive the bench
+        raise
     return server
 
 
