@@ -63,6 +63,9 @@ SESSION_OPTIONS = (
 )
 if not SCHEDULER["SCHEDULER_TRANSACTION_POOLING"]:
     DATABASES["default"]["OPTIONS"]["options"] = SESSION_OPTIONS
+else:
+    # A server-side cursor (QuerySet.iterator()) outlives the transaction a pooler lends: Django's advice.
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 DATABASES["default"]["OPTIONS"].setdefault("application_name", SCHEDULER["SCHEDULER_APPLICATION_NAME"])
 # Django turns psycopg's statement preparing off; the scheduler's named
 # statements ask for it explicitly (scheduler/db.py), the ORM still does not.

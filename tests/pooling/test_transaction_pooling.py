@@ -58,6 +58,15 @@ def test_unpooled__the_session_switch_is_kept(settings):
     assert _session_plan_mode() == "auto"
 
 
+def test_pooled__no_startup_options_and_no_server_side_cursors(scratch_db):
+    shown = run_manage("shell", "-c", "from django.conf import settings; d = settings.DATABASES['default']; "
+                       "print(d['OPTIONS'].get('options'), d.get('DISABLE_SERVER_SIDE_CURSORS'))",
+                       database_url_value=scratch_db.url, DIRECT_DATABASE_URL=scratch_db.url,
+                       SCHEDULER_TRANSACTION_POOLING="true")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.strip().splitlines()[-1].split() == ["None", "True"]
+
+
 def test_pooled_without_direct_url__refused_in_one_line(scratch_db):
     result = run_manage("check", database_url_value=scratch_db.url, SCHEDULER_TRANSACTION_POOLING="true")
     assert result.returncode != 0
