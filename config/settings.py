@@ -32,24 +32,29 @@ globals().update(SCHEDULER)
 if not DEBUG and not env.str("SECRET_KEY", default="") and SCHEDULER["SCHEDULER_REQUIRE_SECRET_KEY"]:
     raise ImproperlyConfigured("SECRET_KEY must be set when SCHEDULER_REQUIRE_SECRET_KEY is true")
 
-if env.str("DATABASE_URL", default=""):
+def postgres_from(variable: str) -> dict:
+    """The database named by environment variable `variable`, refused in one line unless a PostgreSQL URL."""
     try:
         with warnings.catch_warnings():
             # An unknown scheme is refused just below, in one line of our own.
             warnings.simplefilter("ignore")
-            DATABASES = {"default": env.db_url("DATABASE_URL")}
+            config = env.db_url(variable)
     except Exception as error:  # noqa: BLE001 - django-environ raises several kinds; the URL (a password) is never echoed
-        raise ImproperlyConfigured(f"DATABASE_URL is not a database URL ({type(error).__name__}); "
+        raise ImproperlyConfigured(f"{variable} is not a database URL ({type(error).__name__}); "
                                    "expected postgres://user:password@host:port/dbname") from None
+    if config.get("ENGINE") != "django.db.backends.postgresql":
+        raise ImproperlyConfigured(f"{variable} must point at PostgreSQL (postgres://...)")
+    return config
+
+
+if env.str("DATABASE_URL", default=""):
+    DATABASES = {"default": postgres_from("DATABASE_URL")}
     SCHEDULER_EMBEDDED_DATABASE = False
 else:
     from config.embedded_pg import database_url
 
     DATABASES = {"default": env.db_url_config(database_url())}
     SCHEDULER_EMBEDDED_DATABASE = True
-
-if DATABASES["default"].get("ENGINE") != "django.db.backends.postgresql":
-    raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgres://...)")
 
 # Every connection resolves unqualified names in the scheduler schema first:
 # Django's own tables and pgtrigger's functions live beside the scheduler's.
@@ -77,15 +82,7 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("TEST", {})
 # What needs a session of its own (LISTEN, the deploy lock, `migrate`) connects here, past any pooler.
 if env.str("DIRECT_DATABASE_URL", default=""):
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            DATABASES["direct"] = env.db_url("DIRECT_DATABASE_URL")
-    except Exception as error:  # noqa: BLE001 - as for DATABASE_URL: the URL is never echoed
-        raise ImproperlyConfigured(f"DIRECT_DATABASE_URL is not a database URL ({type(error).__name__}); "
-                                   "expected postgres://user:password@host:port/dbname") from None
-    if DATABASES["direct"].get("ENGINE") != "django.db.backends.postgresql":
-        raise ImproperlyConfigured("DIRECT_DATABASE_URL must point at PostgreSQL (postgres://...)")
+    DATABASES["direct"] = postgres_from("DIRECT_DATABASE_URL")  # scheduler.db.DIRECT_ALIAS
     DATABASES["direct"]["OPTIONS"] = {**DATABASES["default"]["OPTIONS"], "options": SESSION_OPTIONS,
                                       **DATABASES["direct"].get("OPTIONS", {})}
     DATABASES["direct"].update(CONN_MAX_AGE=0, CONN_HEALTH_CHECKS=True, TEST={"MIRROR": "default"})

@@ -83,15 +83,16 @@ def _plan_mode(name: str) -> str | None:
 
 
 def _execute(cursor, name: str, text: str, arguments: list[Any], timeout_ms: int | None, *,
-             mode: str | None, local_mode: str | None, reset_mode: bool) -> tuple[list[dict[str, Any]], int]:
+             prepare: bool, session_mode: str | None, local_mode: str | None,
+             reset_mode: bool) -> tuple[list[dict[str, Any]], int]:
     try:
         if timeout_ms is not None:
             cursor.execute("SELECT set_config('statement_timeout', $1, true)", [f"{int(timeout_ms)}ms"])
         if local_mode is not None:
             cursor.execute("SELECT set_config('plan_cache_mode', $1, true)", [local_mode])
-        elif mode is not None and not scheduler_settings.transaction_pooling:
-            _use_plan_mode(cursor, mode)
-        cursor.execute(text, arguments, prepare=mode is not None)
+        elif session_mode is not None:
+            _use_plan_mode(cursor, session_mode)
+        cursor.execute(text, arguments, prepare=prepare)
         rows = [] if cursor.description is None else _dict_rows(cursor.description, cursor.fetchall())
         rowcount = cursor.rowcount
         if reset_mode:
@@ -128,7 +129,10 @@ def run(
     connection.close_if_health_check_failed()
     connection.ensure_connection()
     mode = _plan_mode(name)
-    local_mode = mode if scheduler_settings.transaction_pooling and mode != scheduler_settings.plan_cache_mode else None
+    # Behind a pooler a statement's own mode lasts its transaction; a direct connection keeps a session switch.
+    behind_pooler = pooled(connection)
+    local_mode = mode if behind_pooler and mode != scheduler_settings.plan_cache_mode else None
+    session_mode = None if behind_pooler else mode
     reset_mode = local_mode is not None and connection.in_atomic_block
     own_transaction = timeout_ms is not None or local_mode is not None
     with transaction.atomic(using=using, savepoint=False) if own_transaction else contextlib.nullcontext():
@@ -136,13 +140,26 @@ def run(
         # needs; Django's own cursors interpolate client-side.
         with psycopg.RawCursor(connection.connection) as cursor:
             try:
-                return _execute(cursor, name, text, arguments, timeout_ms,
-                                mode=mode, local_mode=local_mode, reset_mode=reset_mode)
+                return _execute(cursor, name, text, arguments, timeout_ms, prepare=mode is not None,
+                                session_mode=session_mode, local_mode=local_mode, reset_mode=reset_mode)
             except psycopg.Error:
                 # As Django's error wrapper would: the end of the request or tick
                 # then checks the connection and closes it if it is broken.
                 connection.errors_occurred = True
                 raise
+
+
+# The alias DIRECT_DATABASE_URL configures (config/settings.py): a session of its own, past any pooler.
+DIRECT_ALIAS = "direct"
+
+
+def pooled(connection) -> bool:
+    """Whether Django `connection` reaches the database through a transaction pooler (no session state).
+
+    With SCHEDULER_TRANSACTION_POOLING every alias but the direct one does (the settings refuse pooling without
+    DIRECT_DATABASE_URL).
+    """
+    return bool(scheduler_settings.transaction_pooling) and connection.alias != DIRECT_ALIAS
 
 
 def direct_alias() -> str:
@@ -152,7 +169,7 @@ def direct_alias() -> str:
     """
     from django.conf import settings
 
-    return "direct" if "direct" in settings.DATABASES else "default"
+    return DIRECT_ALIAS if DIRECT_ALIAS in settings.DATABASES else "default"
 
 
 def fetch_all(name: str, params: dict[str, Any] | None = None, **kwargs) -> list[dict[str, Any]]:
@@ -199,14 +216,8 @@ def keep_values_out_of_server_log(sender, connection, **kwargs) -> None:
     Both settings need a superuser or `GRANT SET ON PARAMETER` (PostgreSQL 15+); without that the server keeps
     its own settings, and values are still refused at the edge before any statement sees them.
     """
-    if connection.vendor != "postgresql" or connection.connection is None:
-        return
-    if scheduler_settings.transaction_pooling and connection.alias != direct_alias():
-        # A session setting would stay on a server connection the pooler shares (docs/operations.md).
-        from scheduler.schema.pooling import check_pooled_session
-
-        check_pooled_session(connection)
-        return
+    if connection.vendor != "postgresql" or connection.connection is None or pooled(connection):
+        return  # behind a pooler a session setting would stay on a server connection other clients get
     raw = connection.connection
     try:
         raw.execute("SELECT set_config('log_error_verbosity', 'terse', false), "

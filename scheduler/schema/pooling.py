@@ -34,8 +34,11 @@ def set_role_defaults(using: str) -> list[str]:
     return [row["statement"].split(" SET ", 1)[1] for row in rows]
 
 
-def check_pooled_session(connection) -> None:
-    """Refuse a pooled connection that would not find the scheduler's tables (one clear line, no URL)."""
+def check_pooled_session(sender, connection, **kwargs) -> None:
+    """On every new pooled connection: refuse one that would not find the scheduler's tables (one clear line,
+    no URL)."""
+    if connection.vendor != "postgresql" or connection.connection is None or not db.pooled(connection):
+        return
     with connection.connection.cursor() as cursor:
         cursor.execute(db.statement_sql("schema_session_search_path"))
         first_schema, search_path = cursor.fetchone()
