@@ -95,6 +95,15 @@ def run_manage(*args: str, database_url_value: str, timeout: float = 120, **extr
     )
 
 
+def free_port() -> int:
+    """A TCP port on loopback nobody listens on now (for a server the test starts)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def wait_for(predicate, what: str, seconds: float = 60):
     """Poll `predicate` until it is truthy (never a timing assertion: the deadline only bounds a hang)."""
     import time

@@ -3,22 +3,15 @@
 import json
 import re
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
 
 import pytest
 
-from tests.support import PROJECT_DIR, manage_command, manage_env
+from tests.support import PROJECT_DIR, free_port, manage_command, manage_env
 
 pytestmark = pytest.mark.django_db
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _wait_for_health(url: str, process: subprocess.Popen, deadline_seconds: float = 60) -> dict:
@@ -47,7 +40,7 @@ def _assert_the_admin_is_styled(port: int) -> None:
 
 
 def test_scheduler_up__serves_healthz_then_stops_on_sigterm(scratch_db):
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         manage_command("scheduler_up", "--bind", f"127.0.0.1:{port}"),
         env=manage_env(scratch_db.url), cwd=PROJECT_DIR,

@@ -8,7 +8,6 @@ run ledger once and in per-run causal order, every sandbox was deleted, and each
 import json
 import random
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -20,7 +19,7 @@ import pytest
 
 from scheduler.providers.local import LocalProvider
 from tests.faults.private_server import PrivateServer
-from tests.support import PROJECT_DIR, manage_command, manage_env, wait_for
+from tests.support import PROJECT_DIR, free_port, manage_command, manage_env, wait_for
 
 TOKEN = "chaos-internal-token"
 WORKERS = ("dispatch_runs", "run_liveness_sweep", "drain_outbox", "run_sandbox_cleanup", "finalize_billing")
@@ -31,9 +30,7 @@ class Stack:
         self.server = PrivateServer(tmp_path)
         self.sandboxes = tmp_path / "sandboxes"
         self.log_path = tmp_path / "scheduler_up.log"
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
+        self.port = free_port()
         self.log = open(self.log_path, "w")
         env = manage_env(self.server.url, SCHEDULER_INTERNAL_TOKEN=TOKEN, SCHEDULER_SANDBOX_DIR=str(self.sandboxes),
                          SCHEDULER_CLAIM_LEASE_SECONDS="5", SCHEDULER_HEARTBEAT_TIMEOUT_MS="6000",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -13,13 +12,7 @@ from pathlib import Path
 
 import psycopg
 
-from tests.support import _server_params
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.support import _server_params, free_port
 
 
 def _run_as() -> str | None:
@@ -32,12 +25,18 @@ def _run_as() -> str | None:
     return "nobody"
 
 
+def pgbouncer_binary() -> str | None:
+    """Debian's pgbouncer (in /usr/sbin, which a non-root PATH may lack), or None when it is not installed."""
+    found = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+    return found if Path(found).exists() else None
+
+
 class Bouncer:
     """Started with `pool_mode = transaction` and a small pool, so clients really share server connections."""
 
     def __init__(self, dbname: str, pool_size: int = 4):
-        self.binary = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
-        self.port = _free_port()
+        self.binary = pgbouncer_binary()
+        self.port = free_port()
         self.dbname = dbname
         self.directory = Path(tempfile.mkdtemp(prefix="bouncer-"))
         params = _server_params()

@@ -1,11 +1,9 @@
 """Behind a transaction-pooling PgBouncer: no session state leaks, and the whole service works through it."""
 
 import re
-import shutil
 import signal
 import subprocess
 import threading
-from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -13,8 +11,8 @@ from django.db import connection
 from scheduler import db
 from scheduler.runs import settlement
 from tests import factories
-from tests.pooling.bouncer import Bouncer
-from tests.support import PROJECT_DIR, manage_command, manage_env, run_manage, wait_for
+from tests.pooling.bouncer import Bouncer, pgbouncer_binary
+from tests.support import PROJECT_DIR, free_port, manage_command, manage_env, run_manage, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -74,7 +72,7 @@ def test_pooled_without_direct_url__refused_in_one_line(scratch_db):
 
 
 def _bouncer_or_skip() -> None:
-    if shutil.which("pgbouncer") is None and not Path("/usr/sbin/pgbouncer").exists():
+    if pgbouncer_binary() is None:
         pytest.skip("Debian's pgbouncer is not installed (.ci/run installs it)")
 
 
@@ -107,11 +105,7 @@ def test_the_service_through_pgbouncer_in_transaction_mode(scratch_db):
 
 def _scheduler_up(env: dict) -> list[str]:
     """Run scheduler_up until both demo runs' facts are delivered; its output lines."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     process = subprocess.Popen(manage_command("scheduler_up", "--bind", f"127.0.0.1:{port}"), env=env,
                                cwd=PROJECT_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []
