@@ -119,33 +119,41 @@ def _traceback_tail() -> str:
 
 
 def call_play(callable_path: str, output_path: str) -> int:
-    """Child side: import and call the play, write its JSON output (or why there is none)."""
+    """Child side: import and call the play, write its JSON output (or why there is none).
+
+    The output file is opened before the play runs: a play that changes directory still writes where the runner
+    reads.
+    """
+    with open(output_path, "w") as output:
+        return _call_play(callable_path, output)
+
+
+def _call_play(callable_path: str, output) -> int:
     module_name, _, function_name = callable_path.partition(":")
     try:
         function = getattr(importlib.import_module(module_name), function_name)
     except Exception:  # noqa: BLE001 - an import error or a missing callable is the attempt's result, said at once
         message = f"cannot load {callable_path}:\n{_traceback_tail()}"
         print(f"runner: {message}", file=sys.stderr, flush=True)  # into runner.log too
-        return _write(output_path, _failure(PLAY_START_FAILED, message))
+        return _write(output, _failure(PLAY_START_FAILED, message))
     try:
-        output = function(json.loads(os.environ.get("SCHEDULER_PLAY_INPUT") or "null"))
+        result = function(json.loads(os.environ.get("SCHEDULER_PLAY_INPUT") or "null"))
     except Exception as exc:  # noqa: BLE001 - the play's failure is its result
-        return _write(output_path, _failure("play_failed", f"{type(exc).__name__}: {exc}"))
-    found = unstorable(output, "output")
+        return _write(output, _failure("play_failed", f"{type(exc).__name__}: {exc}"))
+    found = unstorable(result, "output")
     if found:
         # Posted as is, the result would be refused on every try and then judged lost, and the play run again.
-        return _write(output_path, _failure(UNSTORABLE_OUTPUT, f"the play's {found[0]} {found[1]}"))
-    return _write(output_path, {"ok": True, "output": output})
+        return _write(output, _failure(UNSTORABLE_OUTPUT, f"the play's {found[0]} {found[1]}"))
+    return _write(output, {"ok": True, "output": result})
 
 
-def _write(output_path: str, payload: dict) -> int:
+def _write(output, payload: dict) -> int:
     try:
         text = json.dumps(payload, allow_nan=False)
     except (TypeError, ValueError) as error:
         text = json.dumps(_failure(UNSTORABLE_OUTPUT, f"the play's output is not JSON: {error}"))
         payload = {"ok": False}
-    with open(output_path, "w") as handle:
-        handle.write(text)
+    output.write(text)
     return 0 if payload["ok"] else 1
 
 
@@ -170,7 +178,9 @@ def stop(process: subprocess.Popen) -> None:
 
 def run(config: RunnerConfig) -> int:
     started = time.monotonic()
-    output_path = os.path.join(os.getcwd(), f"play-output-{config.attempt}.json")
+    # Relative to the working directory, which a sandbox provider may rename while the play runs (the local one
+    # names its folder after the runner's pid once it started): an absolute path read at start-up would vanish.
+    output_path = f"play-output-{config.attempt}.json"
     try:
         play = start_play(config, output_path)
     except (ValueError, OSError) as error:
@@ -214,7 +224,7 @@ def _post_terminal(config: RunnerConfig, result: dict) -> int:
 
 def log_tail(path: str | None = None) -> str | None:
     """The last LOG_TAIL_BYTES of the runner's log (SCHEDULER_RUNNER_LOG, else runner.log here), storable text."""
-    path = path or os.environ.get("SCHEDULER_RUNNER_LOG") or os.path.join(os.getcwd(), "runner.log")
+    path = path or os.environ.get("SCHEDULER_RUNNER_LOG") or "runner.log"
     try:
         with open(path, "rb") as handle:
             handle.seek(0, os.SEEK_END)

@@ -93,3 +93,34 @@ def test_step_refuses_the_schedulers_own_keys_before_any_request():
 
     with pytest.raises(ValueError, match="sys:"):
         steps.step("sys:billing", lambda: 1)
+
+
+def test_a_play_finishes_although_its_sandbox_folder_was_renamed_while_it_ran(tmp_path):
+    """The local provider renames a sandbox's folder once the runner started; the play's output must survive it."""
+    import os
+    import subprocess
+    import sys
+
+    import psutil
+
+    from tests.support import PROJECT_DIR, wait_for
+
+    staging, renamed = tmp_path / "starting-run-1-2", tmp_path / "local-sandbox"
+    staging.mkdir()
+    server, seen = serve([])
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_DIR), "SCHEDULER_RUNNER_TOKEN": "rt",
+           "SCHEDULER_API_URL": f"http://127.0.0.1:{server.server_address[1]}", "SCHEDULER_RUN_ID": "run-1",
+           "SCHEDULER_ATTEMPT": "2", "SCHEDULER_LEASE_TOKEN": "lease", "SCHEDULER_HEARTBEAT_TIMEOUT_MS": "60000",
+           "SCHEDULER_PLAY": json.dumps({"callable": "scheduler.plays:sleep"}),
+           "SCHEDULER_PLAY_INPUT": json.dumps({"seconds": 1})}
+    try:
+        process = subprocess.Popen([sys.executable, "-m", "scheduler.runner"], cwd=staging, env=env)
+        wait_for(lambda: psutil.Process(process.pid).children(), "the play started")
+        staging.rename(renamed)  # while the play sleeps, as LocalProvider.start does once the runner's pid is known
+        assert process.wait(timeout=60) == 0
+    finally:
+        server.shutdown()
+        server.server_close()
+    terminal = [body for path, _, body in seen if path == "/internal/runner/terminal"]
+    assert terminal[0]["result"]["status"] == "completed", terminal
+    assert terminal[0]["result"]["output"] == {"slept": 1.0}
