@@ -2,11 +2,13 @@
 
 1. List runs whose lane head is ready, in the requested order (no locks).
 2. In one short transaction: lock the first of them nobody holds (SKIP
-   LOCKED), lease its causal prefix of at most 8 facts under that lock (the
-   lease statement's snapshot follows the lock, so it sees every committed
-   lease), and, for a terminal in the prefix, read the array-input intent.
-3. Deliver outside any transaction (delivery.py), then acknowledge, or fail
-   the head with backoff, or release.
+   LOCKED), read or lease its causal prefix of at most 8 facts under that
+   lock (the statement's snapshot follows the lock, so it sees every
+   committed lease), and, for a terminal in the prefix, read the array-input
+   intent. A prefix bound for this database (the built-in receiver, the
+   search lane) is delivered and acknowledged right there, never leased.
+3. Deliver a leased prefix outside any transaction (delivery.py), then
+   acknowledge, or fail the head with backoff, or release.
 
 One outbox row is a *fact* (a run fact on its way to the run ledger); the
 receiver's copy of it is a ledger *event*.
@@ -15,10 +17,8 @@ receiver's copy of it is a ledger *event*.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import logging
 import threading
-from dataclasses import dataclass
 
 import psycopg
 from django.db import connections, transaction
@@ -26,46 +26,15 @@ from django.db import connections, transaction
 from scheduler import db, messages
 from scheduler.conf import scheduler_settings
 from scheduler.errors import InvalidInput
-from scheduler.kinds import TERMINAL_FACT_TYPES, HeadPriority, Lane
+from scheduler.kinds import HeadPriority, Lane
 from scheduler.loop import backoff_ms, describe
+from scheduler.outbox import receiver, routing
+from scheduler.outbox.facts import Fact, Prefix
 
 logger = logging.getLogger("scheduler.drain")
 
 MAX_PREFIX = 8
 BACKOFF_CAP_MS = 300_000.0
-
-
-@dataclass
-class Fact:
-    event_id: str
-    run_id: str
-    event_type: str
-    payload: dict
-    created_at: dt.datetime
-    attempt_count: int
-
-
-@dataclass
-class Prefix:
-    run_id: str
-    lane: str
-    lease_owner: str
-    facts: list[Fact]
-    dispatch_launch: dict
-    org_id: str | None
-    array_input_started: bool = False
-
-    @property
-    def head(self) -> Fact:
-        return self.facts[0]
-
-    @property
-    def fact_ids(self) -> list[str]:
-        return [fact.event_id for fact in self.facts]
-
-    @property
-    def has_terminal(self) -> bool:
-        return any(fact.event_type in TERMINAL_FACT_TYPES for fact in self.facts)
 
 
 def list_ready_runs(lane: Lane, head_priority: HeadPriority, limit: int, exclude_run_ids: list[str] = ()) -> list[dict]:
@@ -86,12 +55,13 @@ def admission_hints(limit: int, exclude_run_ids: list[str]) -> list[str]:
     return [row["run_id"] for row in list_ready_runs(Lane.LEDGER, HeadPriority.ADMISSION_FIRST, limit, list(exclude_run_ids))]
 
 
-def _array_input_started(run_id: str) -> bool:
+def _array_input_intents(run_ids: list[str]) -> dict[str, bool]:
     """SCH-3: check the catalog first; an absent column reads false and is never remembered."""
     table = f'"{scheduler_settings.schema}".runs'
     if not db.fetch_value("schema_column_present", {"table": table, "column": "array_input_started"}):
-        return False
-    return bool(db.fetch_value("runs_read_array_input_intent", {"run_id": run_id}))
+        return {}
+    return {row["run_id"]: bool(row["array_input_started"])
+            for row in db.fetch_all("runs_read_array_input_intents", {"run_ids": run_ids})}
 
 
 def _missing_intent_column(error: BaseException) -> bool:
@@ -102,43 +72,78 @@ def claim_prefix(lane: Lane, lease_owner: str, head_priority: HeadPriority = Hea
                  lease_seconds: float = 30.0) -> Prefix | None:
     """List ready runs, then lease the prefix of the first one nobody holds."""
     candidates = [row["run_id"] for row in list_ready_runs(lane, head_priority, MAX_PREFIX)]
-    prefixes = lease_prefixes(candidates, lane, lease_owner, lease_seconds, max_runs=1) if candidates else []
+    prefixes = lease_prefixes(candidates, lane, lease_owner, lease_seconds, max_runs=1, in_place=False) if candidates else []
     return prefixes[0] if prefixes else None
 
 
 def lease_prefixes(run_ids: list[str], lane: Lane, lease_owner: str, lease_seconds: float = 30.0, *,
-                   max_runs: int = 8, read_intent: bool = True) -> list[Prefix]:
-    """Lock up to `max_runs` of `run_ids` nobody holds and lease each one's causal prefix.
+                   max_runs: int = 8, read_intent: bool = True, in_place: bool = True) -> list[Prefix]:
+    """Lock up to `max_runs` of `run_ids` nobody holds and claim each one's causal prefix.
 
-    The lease re-verifies readiness under the locks, so a stale candidate
-    (delivered or leased meanwhile) simply yields nothing.
+    A prefix bound for this database (the built-in receiver, or the search
+    lane) is delivered and acknowledged inside this transaction, under its
+    run's lock, and comes back with acknowledged_in_place set; any other is
+    leased for delivery. Both re-verify readiness under the locks, so a stale
+    candidate (delivered or leased meanwhile) simply yields nothing.
     """
+    intent = _array_input_intents if read_intent else (lambda run_ids: {})
     try:
         with transaction.atomic():
-            locked = [row["run_id"] for row in db.fetch_all("outbox_lock_runs", {"run_ids": run_ids, "limit": max_runs})]
-            if not locked:
-                return []
-            rows = db.fetch_all("outbox_lease_prefixes", {
-                "run_ids": locked, "lane": lane, "lease_owner": lease_owner,
-                "lease_seconds": lease_seconds, "max_facts": MAX_PREFIX,
-            })
-            prefixes: dict[str, Prefix] = {}
-            for r in rows:
-                prefix = prefixes.get(r["run_id"])
-                if prefix is None:
-                    prefix = prefixes[r["run_id"]] = Prefix(r["run_id"], lane, lease_owner, [], r["dispatch_launch"] or {}, r["org_id"])
-                prefix.facts.append(Fact(r["event_id"], r["run_id"], r["event_type"], r["payload_json"], r["created_at"], r["attempt_count"]))
-            ordered = [prefixes[run_id] for run_id in locked if run_id in prefixes]
-            for prefix in ordered:
-                if prefix.has_terminal and read_intent:
-                    prefix.array_input_started = _array_input_started(prefix.run_id)
-            return ordered
+            locked = db.fetch_all("outbox_lock_runs", {"run_ids": run_ids, "limit": max_runs})
+            order = [row["run_id"] for row in locked]
+            local = [row["run_id"] for row in locked if in_place and routing.may_stay_local(lane, row["dispatch_launch"])]
+            claimed = _claim_in_place(local, lane, lease_owner, intent) if local else {}
+            remote = [run_id for run_id in order if run_id not in local or claimed.get(run_id) is None]
+            if remote:
+                leased = _prefixes(db.fetch_all("outbox_lease_prefixes", {
+                    "run_ids": remote, "lane": lane, "lease_owner": lease_owner,
+                    "lease_seconds": lease_seconds, "max_facts": MAX_PREFIX,
+                }), lane, lease_owner, intent)
+                claimed.update(leased)
+            return [claimed[run_id] for run_id in order if claimed.get(run_id) is not None]
     except psycopg.errors.UndefinedColumn as error:
         # The column vanished between the catalog read and the select: the
         # claim rolled back; retry once on the historical path (intent false).
         if not (_missing_intent_column(error) and read_intent):
             raise
-        return lease_prefixes(run_ids, lane, lease_owner, lease_seconds, max_runs=max_runs, read_intent=False)
+        return lease_prefixes(run_ids, lane, lease_owner, lease_seconds, max_runs=max_runs, read_intent=False,
+                              in_place=in_place)
+    except receiver.STORE_ERRORS as error:
+        # Delivering in place failed and rolled the claim back: lease instead, so the ordinary delivery meets the
+        # same failure and the failure policy counts it on the head (a failed head an operator sees), never a loop.
+        if not in_place:
+            raise
+        logger.warning("drain %s: delivering in place failed, leasing instead: %s", lease_owner, describe(error))
+        return lease_prefixes(run_ids, lane, lease_owner, lease_seconds, max_runs=max_runs, read_intent=read_intent,
+                              in_place=False)
+
+
+def _prefixes(rows: list[dict], lane: Lane, lease_owner: str, intent) -> dict[str, Prefix]:
+    """Group claimed fact rows (ordered by run, then causally) into prefixes; the runs of terminals read their
+    array-input intent, all in one statement."""
+    prefixes: dict[str, Prefix] = {}
+    for r in rows:
+        prefix = prefixes.get(r["run_id"])
+        if prefix is None:
+            prefix = prefixes[r["run_id"]] = Prefix(r["run_id"], lane, lease_owner, [], r["dispatch_launch"] or {}, r["org_id"])
+        prefix.facts.append(Fact(r["event_id"], r["run_id"], r["event_type"], r["payload_json"], r["created_at"], r["attempt_count"]))
+    terminal = [prefix for prefix in prefixes.values() if prefix.has_terminal]
+    if terminal:
+        started = intent([prefix.run_id for prefix in terminal])
+        for prefix in terminal:
+            prefix.array_input_started = started.get(prefix.run_id, False)
+    return prefixes
+
+
+def _claim_in_place(run_ids: list[str], lane: Lane, lease_owner: str, intent) -> dict[str, Prefix | None]:
+    """Read the runs' claimable prefixes and deliver those bound for this database; a run read but bound
+    elsewhere maps to None (it is leased instead), a run with nothing claimable is absent."""
+    read = _prefixes(db.fetch_all("outbox_read_prefixes", {"run_ids": run_ids, "lane": lane, "lease_owner": lease_owner,
+                                                           "max_facts": MAX_PREFIX}), lane, lease_owner, intent)
+    local = [prefix for prefix in read.values() if routing.stays_local(prefix)]
+    if local:
+        receiver.acknowledge_in_place(lease_owner, local)
+    return {run_id: (prefix if prefix.acknowledged_in_place is not None else None) for run_id, prefix in read.items()}
 
 
 def acknowledge(lease_owner: str, fact_ids: list[str]) -> set[str]:

@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from scheduler import observability
-from scheduler.kinds import Lane
+from scheduler.kinds import TERMINAL_FACT_TYPES, Lane
 from scheduler.outbox import authority, claims, receiver
-from scheduler.outbox.claims import Fact, Prefix
+from scheduler.outbox.facts import Fact, Prefix
 from scheduler.outbox.receiver import ledger_event
 from scheduler.outbox.routing import (  # noqa: F401 - the delivery's public names
     STAGED_REFUSAL, DeliveryError, goes_over_http, is_immutable_origin, plan_routes, terminal_origin,
@@ -46,7 +46,7 @@ def _send(base: str, prefix: Prefix, batch: list[Fact], held: authority.Authorit
 
 def deliver_http(base: str, prefix: Prefix, facts: list[Fact]) -> None:
     """Deliver `facts` (one route) to `base`, batched only when granted; PartialDelivery names what arrived."""
-    terminal_projection = any(fact.event_type in claims.TERMINAL_FACT_TYPES for fact in facts)
+    terminal_projection = any(fact.event_type in TERMINAL_FACT_TYPES for fact in facts)
     origin = terminal_origin(prefix) if terminal_projection else None
     held = authority.resolve(prefix, base, terminal_projection=terminal_projection, terminal_origin=origin)
     batches = [facts] if held.prefix_batching else [[fact] for fact in facts]
@@ -107,6 +107,24 @@ def _deliver_routes(outcome: Outcome, builtin: list[tuple[Outcome, list[Fact]]])
         outcome.released = claims.release(prefix, released)
 
 
+def _store_builtin(builtin: list[tuple[Outcome, list[Fact]]]) -> None:
+    """Store and acknowledge in the built-in receiver, all runs in one statement; when that statement refuses
+    the data, run by run, so only the run that cannot be stored meets the failure policy."""
+    try:
+        with observability.DELIVERY_SECONDS.labels("builtin").time():
+            acked = receiver.store_and_acknowledge(builtin[0][0].prefix.lease_owner,
+                                                   [(outcome.prefix, facts) for outcome, facts in builtin])
+    except receiver.STORE_ERRORS as error:
+        if len(builtin) == 1:
+            builtin[0][0].error = error
+            return
+        for one in builtin:
+            _store_builtin([one])
+        return
+    for outcome, facts in builtin:
+        outcome.acknowledged += sum(1 for fact in facts if fact.event_id in acked)
+
+
 def deliver_all(prefixes: list[Prefix]) -> list[Outcome]:
     """Deliver claimed prefixes: external receivers one run at a time (the protocol is per run),
     the built-in receiver and the search lane in one statement each."""
@@ -114,6 +132,9 @@ def deliver_all(prefixes: list[Prefix]) -> list[Outcome]:
     builtin: list[tuple[Outcome, list[Fact]]] = []
     search: list[Outcome] = []
     for outcome in outcomes:
+        if outcome.prefix.acknowledged_in_place is not None:
+            outcome.acknowledged = outcome.prefix.acknowledged_in_place  # the claim delivered it (receiver.py)
+            continue
         if outcome.prefix.lane == Lane.SEARCH:
             for fact in outcome.prefix.facts:
                 ledger_event(fact)  # validated; the search projection reads the outbox itself
@@ -124,11 +145,7 @@ def deliver_all(prefixes: list[Prefix]) -> list[Outcome]:
         except Exception as error:  # noqa: BLE001 - settled by the caller through the failure policy
             outcome.error = error
     if builtin:
-        with observability.DELIVERY_SECONDS.labels("builtin").time():
-            acked = receiver.store_and_acknowledge(prefixes[0].lease_owner,
-                                                   [(outcome.prefix, facts) for outcome, facts in builtin])
-        for outcome, facts in builtin:
-            outcome.acknowledged += sum(1 for fact in facts if fact.event_id in acked)
+        _store_builtin(builtin)
     if search:
         acked = claims.acknowledge(search[0].prefix.lease_owner, [eid for outcome in search for eid in outcome.prefix.fact_ids])
         for outcome in search:

@@ -1,5 +1,7 @@
 """Drain the outbox (OBX-6, OBX-9): claim a prefix, deliver it outside any transaction, settle the lease.
 
+A prefix bound for this database was already delivered by its claim (claims.py).
+
 A routing error after the claim committed (OBX-8) goes through the same
 failure policy as a receiver failure; a lease is never stranded.
 """
@@ -77,9 +79,10 @@ def run_once(lease_owner: str, *, lane: Lane = Lane.LEDGER, head_priority: HeadP
 
 def _deliver(prefixes: list[claims.Prefix], lease_owner: str, lease_seconds: float) -> list[delivery.Outcome]:
     """Deliver; while a prefix goes to an external receiver (HTTP, slow at worst), its leases are kept alive."""
-    if not any(delivery.goes_over_http(prefix) for prefix in prefixes):
+    leased = [prefix for prefix in prefixes if prefix.acknowledged_in_place is None]
+    if not any(delivery.goes_over_http(prefix) for prefix in leased):
         return delivery.deliver_all(prefixes)
-    with claims.leases_kept(lease_owner, [fact_id for prefix in prefixes for fact_id in prefix.fact_ids], lease_seconds):
+    with claims.leases_kept(lease_owner, [fact_id for prefix in leased for fact_id in prefix.fact_ids], lease_seconds):
         return delivery.deliver_all(prefixes)
 
 

@@ -12,9 +12,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from scheduler import db
-from scheduler.kinds import TERMINAL_FACT_TYPES
-from scheduler.outbox.claims import Fact, Prefix
+import psycopg
+
+from scheduler import db, observability
+from scheduler.kinds import TERMINAL_FACT_TYPES, Lane
+from scheduler.outbox.facts import Fact, Prefix
+
+# What a store refuses for the data it was given (not for a lost connection): the failure policy's to count.
+STORE_ERRORS = (psycopg.DataError, psycopg.IntegrityError, ValueError, TypeError)
 
 
 def _count(value) -> bool:
@@ -38,11 +43,8 @@ def ledger_event(fact: Fact) -> dict:
             "occurredAt": fact.created_at.astimezone(dt.UTC).isoformat().replace("+00:00", "Z"), "payload": payload}
 
 
-def store_and_acknowledge(lease_owner: str, batch: list[tuple[Prefix, list[Fact]]]) -> set[str]:
-    """Store in the built-in receiver and acknowledge, for several runs, in one statement (OBX-10).
-
-    Returns the event ids acknowledged (a fact whose lease was lost is stored
-    but not acknowledged by this drainer)."""
+def _events(batch: list[tuple[Prefix, list[Fact]]]) -> tuple[str, list[str]]:
+    """The ledger events of `batch` as the store statements take them (JSON), and their fact ids."""
     events, event_ids = [], []
     for prefix, facts in batch:
         for fact in facts:
@@ -50,11 +52,47 @@ def store_and_acknowledge(lease_owner: str, batch: list[tuple[Prefix, list[Fact]
             events.append({"event_id": event["eventId"], "run_id": prefix.run_id, "event_type": event["type"],
                            "occurred_at": event["occurredAt"], "payload": event["payload"]})
             event_ids.append(fact.event_id)
-    if not events:
+    return json.dumps(events), event_ids
+
+
+def store_and_acknowledge(lease_owner: str, batch: list[tuple[Prefix, list[Fact]]]) -> set[str]:
+    """Store in the built-in receiver and acknowledge, for several runs, in one statement (OBX-10).
+
+    Returns the event ids acknowledged (a fact whose lease was lost is stored
+    but not acknowledged by this drainer)."""
+    events, event_ids = _events(batch)
+    if not event_ids:
         return set()
-    row = db.fetch_one("run_ledger_store_and_ack", {"events": json.dumps(events), "event_ids": event_ids,
+    row = db.fetch_one("run_ledger_store_and_ack", {"events": events, "event_ids": event_ids,
                                                      "lease_owner": lease_owner})
     return set(row["acked_event_ids"])
+
+
+def acknowledge_in_place(lease_owner: str, prefixes: list[Prefix]) -> None:
+    """Deliver prefixes bound for this database inside the claim's transaction, under their runs' locks.
+
+    Why: a lease only protects a delivery that outlives its claim; here the
+    claim's own commit delivers, so a lease would be one more index-wide
+    update of every fact and one more commit. The built-in receiver stores
+    and acknowledges the ledger lane's prefixes in one statement; the search
+    lane's are validated and acknowledged. Each prefix's
+    acknowledged_in_place says how many of its facts were acknowledged.
+    """
+    acked: set[str] = set()
+    ledger = [prefix for prefix in prefixes if prefix.lane == Lane.LEDGER]
+    search = [prefix for prefix in prefixes if prefix.lane != Lane.LEDGER]
+    if ledger:
+        events, event_ids = _events([(prefix, prefix.facts) for prefix in ledger])
+        with observability.DELIVERY_SECONDS.labels("builtin").time():
+            row = db.fetch_one("run_ledger_store_and_ack_in_place", {"events": events, "event_ids": event_ids,
+                                                                      "lease_owner": lease_owner})
+        acked.update(row["acked_event_ids"])
+    if search:
+        _events([(prefix, prefix.facts) for prefix in search])  # validated; the search projection reads the outbox
+        acked.update(row["event_id"] for row in db.fetch_all("outbox_ack_in_place", {
+            "event_ids": [event_id for prefix in search for event_id in prefix.fact_ids], "lease_owner": lease_owner}))
+    for prefix in prefixes:
+        prefix.acknowledged_in_place = sum(1 for event_id in prefix.fact_ids if event_id in acked)
 
 
 def store_events(rows: list[dict]) -> int:

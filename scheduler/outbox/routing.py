@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from scheduler import messages
 from scheduler.kinds import TERMINAL_FACT_TYPES, Lane
-from scheduler.outbox.claims import Fact, Prefix
+from scheduler.outbox.facts import Fact, Prefix
 
 STAGED_REFUSAL = messages.STAGED_NO_TERMINAL_RECEIVER
 
@@ -84,3 +84,20 @@ def plan_routes(prefix: Prefix) -> list[tuple[str | None, list[Fact]]]:
     if first_terminal > 0 and ordinary != origin:
         return [(ordinary, prefix.facts[:first_terminal])]
     return [(origin, prefix.facts)]
+
+
+def may_stay_local(lane: str, launch: dict | None) -> bool:
+    """Whether a run's prefix may be bound for this database: the search lane, or a launch naming no receiver
+    (only a staged terminal can then still go out, which stays_local tells once the prefix is read)."""
+    return lane == Lane.SEARCH or ordinary_receiver(launch) is None
+
+
+def stays_local(prefix: Prefix) -> bool:
+    """Whether the whole prefix is delivered inside this database (the search lane or the built-in receiver)."""
+    if prefix.lane == Lane.SEARCH:
+        return True
+    try:
+        routes = plan_routes(prefix)
+    except DeliveryError:
+        return False  # leased, so the failure policy records the refusal on the head
+    return routes == [(None, prefix.facts)]

@@ -63,8 +63,8 @@ ORDER BY CASE WHEN %(admission_first)s::boolean
 LIMIT %(limit)s::integer;
 
 -- name: outbox_lock_runs
--- Lock up to `limit` of the candidate runs, in the given order, that no other drainer holds: FOR NO KEY UPDATE SKIP LOCKED (OBX-5).
-SELECT run.run_id
+-- Lock up to `limit` of the candidate runs, in the given order, that no other drainer holds: FOR NO KEY UPDATE SKIP LOCKED (OBX-5); with each run's dispatch launch, which names its receiver.
+SELECT run.run_id, __schema__.run_ledger_dispatch_launch(run.launch_json) AS dispatch_launch
 FROM __schema__.runs AS run
 WHERE run.run_id = ANY (%(run_ids)s::text[])
 ORDER BY array_position(%(run_ids)s::text[], run.run_id)
@@ -73,20 +73,8 @@ FOR NO KEY UPDATE SKIP LOCKED;
 
 -- name: outbox_lease_prefixes
 -- Under the runs' locks (a fresh snapshot): for each run whose head is ready and whose lane nobody else holds, lease its causal prefix of at most max_facts undelivered facts (OBX-5).
-WITH ranked AS MATERIALIZED (
-    SELECT fact.event_id, fact.run_id, fact.failed_at, fact.next_attempt_at, fact.created_at,
-           fact.lease_owner IS NOT NULL AND fact.lease_expires_at > now() AND fact.lease_owner <> %(lease_owner)s::text AS held,
-           row_number() OVER (PARTITION BY fact.run_id ORDER BY fact.created_at, fact.event_id) AS position
-    FROM __schema__.outbox AS fact
-    WHERE fact.run_id = ANY (%(run_ids)s::text[]) AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
-), eligible_runs AS MATERIALIZED (
-    SELECT ranked.run_id
-    FROM ranked
-    GROUP BY ranked.run_id
-    HAVING NOT bool_or(ranked.held)
-       AND NOT bool_or(ranked.position = 1 AND (ranked.failed_at IS NOT NULL
-                                               OR coalesce(ranked.next_attempt_at, ranked.created_at) > now()))
-), leased AS (
+WITH {{claimable_prefixes(%(run_ids)s::text[], %(lane)s::text, %(lease_owner)s::text)}},
+leased AS (
     UPDATE __schema__.outbox AS fact
     SET lease_owner = %(lease_owner)s::text,
         lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::double precision)
@@ -101,6 +89,17 @@ FROM leased
 JOIN __schema__.runs AS run ON run.run_id = leased.run_id
 ORDER BY leased.run_id, leased.created_at, leased.event_id;
 
+-- name: outbox_read_prefixes
+-- Under the runs' locks: the same causal prefixes outbox_lease_prefixes would lease, read without leasing, for a delivery that acknowledges them in this transaction (OBX-5, OBX-10).
+WITH {{claimable_prefixes(%(run_ids)s::text[], %(lane)s::text, %(lease_owner)s::text)}}
+SELECT ranked.event_id, ranked.run_id, ranked.event_type, ranked.payload_json, ranked.created_at, ranked.attempt_count,
+       run.org_id, __schema__.run_ledger_dispatch_launch(run.launch_json) AS dispatch_launch
+FROM ranked
+JOIN eligible_runs ON eligible_runs.run_id = ranked.run_id
+JOIN __schema__.runs AS run ON run.run_id = ranked.run_id
+WHERE ranked.position <= %(max_facts)s::integer
+ORDER BY ranked.run_id, ranked.created_at, ranked.event_id;
+
 -- name: outbox_ack
 -- Acknowledge a delivered prefix: delivered, lease cleared; only rows this drainer still holds (OBX-6).
 {{acknowledge_facts(%(event_ids)s::text[], %(lease_owner)s::text)}};
@@ -114,6 +113,20 @@ WITH stored AS (
 )
 SELECT (SELECT count(*) FROM stored) AS stored,
        (SELECT coalesce(array_agg(acked.event_id), '{}'::text[]) FROM acked) AS acked_event_ids;
+
+-- name: run_ledger_store_and_ack_in_place
+-- The built-in receiver inside the claim's transaction, under its run locks (OBX-10): store the events and acknowledge facts that were read, not leased; a fact another drainer holds a live lease on is left alone.
+WITH stored AS (
+    {{store_ledger_events(%(events)s::jsonb)}}
+), acked AS (
+    {{acknowledge_unleased_facts(%(event_ids)s::text[], %(lease_owner)s::text)}}
+)
+SELECT (SELECT count(*) FROM stored) AS stored,
+       (SELECT coalesce(array_agg(acked.event_id), '{}'::text[]) FROM acked) AS acked_event_ids;
+
+-- name: outbox_ack_in_place
+-- The search lane inside the claim's transaction (OBX-2): acknowledge facts that were read under the run locks, not leased.
+{{acknowledge_unleased_facts(%(event_ids)s::text[], %(lease_owner)s::text)}};
 
 -- name: run_ledger_store_events
 -- The built-in receiver's HTTP endpoint: store posted events idempotently by event id (OBX-10).
@@ -157,9 +170,9 @@ SET failed_at = NULL, next_attempt_at = NULL, attempt_count = 0, last_error = NU
 WHERE fact.event_id = %(event_id)s::text AND fact.failed_at IS NOT NULL AND fact.delivered_at IS NULL
 RETURNING fact.event_id;
 
--- name: runs_read_array_input_intent
--- The run's array-input intent, read under the claim's run lock; only after the catalog shows the column (SCH-3).
-SELECT run.array_input_started FROM __schema__.runs AS run WHERE run.run_id = %(run_id)s::text;
+-- name: runs_read_array_input_intents
+-- The runs' array-input intent, read under the claim's run locks; only after the catalog shows the column (SCH-3).
+SELECT run.run_id, run.array_input_started FROM __schema__.runs AS run WHERE run.run_id = ANY (%(run_ids)s::text[]);
 
 -- name: outbox_release_facts
 -- Return the lease of some leased facts without counting an attempt (a prefix cut before a terminal on another receiver, OBX-8).

@@ -1,0 +1,76 @@
+"""OBX-5, OBX-10: a prefix bound for this database is delivered inside its claim's transaction, never leased."""
+
+import pytest
+
+from scheduler.outbox import claims, drainer
+from tests.factories import one, query
+from tests.outbox.factories import backlog_run
+
+
+def outbox_writes() -> int:
+    """Row versions this transaction wrote into the outbox so far (its own statistics, no other session's)."""
+    return one("SELECT pg_stat_get_xact_tuples_updated('outbox'::regclass)")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("lane", ["ledger", "search"])
+def test_a_prefix_for_this_database__each_fact_written_once__no_lease(lane):
+    backlog_run("run-p", facts=5, lane=lane)
+    before = outbox_writes()
+    assert drainer.run_once("owner", lane=lane).counts["delivered"] == 5
+    # One write per fact, the acknowledgement: a lease would be a second, index-wide one.
+    assert outbox_writes() - before == 5
+    assert one("SELECT count(*) FROM outbox WHERE delivered_at IS NULL OR lease_owner IS NOT NULL") == 0
+    assert one("SELECT count(*) FROM run_ledger_events") == (5 if lane == "ledger" else 0)
+
+
+@pytest.mark.django_db
+def test_a_prefix_for_an_external_receiver__is_still_leased_for_its_delivery():
+    backlog_run("run-e", facts=3, launch={"runtimeApiBaseUrl": "http://127.0.0.1:9"})
+    [prefix] = claims.lease_prefixes(["run-e"], "ledger", "owner")
+    assert prefix.acknowledged_in_place is None
+    assert one("SELECT count(*) FROM outbox WHERE lease_owner = 'owner' AND delivered_at IS NULL") == 3
+
+
+@pytest.mark.django_db
+def test_a_run_another_drainer_holds__is_not_delivered_in_place():
+    backlog_run("held", facts=3)
+    backlog_run("free", facts=3, start_second=10)
+    # An older release's drainer leases fact rows; its live lease keeps the run's lane.
+    query("UPDATE outbox SET lease_owner = 'older', lease_expires_at = now() + interval '1 hour' "
+          "WHERE run_id = 'held' AND event_type = 'run.started'")
+    claimed = claims.lease_prefixes(["held", "free"], "ledger", "owner")
+    assert [(prefix.run_id, prefix.acknowledged_in_place) for prefix in claimed] == [("free", 3)]
+    assert [row[0] for row in query("SELECT DISTINCT run_id FROM run_ledger_events")] == ["free"]
+    assert one("SELECT count(*) FROM outbox WHERE run_id = 'held' AND delivered_at IS NOT NULL") == 0
+
+
+@pytest.mark.django_db
+def test_a_staged_terminal__leaves_the_database__so_its_prefix_is_leased():
+    launch = {"arrayInputTerminalRetirementSupported": True,
+              "arrayInputTerminalProjectionOrigin": "https://projection.example"}
+    backlog_run("staged", facts=3, launch=launch, array_input_started=True)
+    [prefix] = claims.lease_prefixes(["staged"], "ledger", "owner")
+    assert prefix.acknowledged_in_place is None and prefix.array_input_started
+    assert one("SELECT count(*) FROM outbox WHERE lease_owner = 'owner'") == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_store_that_fails_in_place__is_leased_instead__and_the_failure_policy_counts_only_that_run():
+    backlog_run("run-x", facts=2)
+    backlog_run("run-ok", facts=2, start_second=10)
+    query("CREATE FUNCTION refuse_ledger_event() RETURNS trigger LANGUAGE plpgsql AS "
+          "$$BEGIN IF NEW.run_id = 'run-x' THEN RAISE EXCEPTION 'ledger refused' USING ERRCODE = '22023'; END IF; "
+          "RETURN NEW; END$$")
+    query("CREATE TRIGGER refuse_ledger_event BEFORE INSERT ON run_ledger_events "
+          "FOR EACH ROW EXECUTE FUNCTION refuse_ledger_event()")
+    try:
+        tick = drainer.run_once("owner")
+    finally:
+        query("DROP TRIGGER refuse_ledger_event ON run_ledger_events")
+        query("DROP FUNCTION refuse_ledger_event()")
+    # Not a tick that fails forever: the head counts an attempt, backs off, and an operator would see it fail.
+    assert tick.counts["delivered"] == 2 and tick.counts["retried"] == 1
+    assert [row[0] for row in query("SELECT DISTINCT run_id FROM run_ledger_events")] == ["run-ok"]
+    assert query("SELECT attempt_count, last_error LIKE '%%ledger refused%%', lease_owner FROM outbox "
+                 "WHERE event_id = 'run-x:000:run.created'") == [(1, True, None)]
