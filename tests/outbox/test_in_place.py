@@ -1,8 +1,11 @@
 """OBX-5, OBX-10: a prefix bound for this database is delivered inside its claim's transaction, never leased."""
 
-import pytest
+import threading
 
-from scheduler.outbox import claims, drainer
+import pytest
+from django.db import connections
+
+from scheduler.outbox import claims, delivery, drainer
 from tests.factories import one, query
 from tests.outbox.factories import backlog_run
 
@@ -74,3 +77,65 @@ def test_a_store_that_fails_in_place__is_leased_instead__and_the_failure_policy_
     assert [row[0] for row in query("SELECT DISTINCT run_id FROM run_ledger_events")] == ["run-ok"]
     assert query("SELECT attempt_count, last_error LIKE '%%ledger refused%%', lease_owner FROM outbox "
                  "WHERE event_id = 'run-x:000:run.created'") == [(1, True, None)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_drainers_in_place_and_older_leasing_drainers__each_fact_once__in_causal_order():
+    """Two drainers deliver in place and two lease as an older release does, behind a barrier, while facts keep
+    arriving: every fact reaches the ledger once, and a run's later fact never in an earlier transaction."""
+    runs = [f"run-{index:02d}" for index in range(24)]
+    for index, run_id in enumerate(runs):
+        backlog_run(run_id, facts=9, start_second=index)
+    barrier = threading.Barrier(5)
+    produced = threading.Event()
+    errors = []
+
+    def in_place(owner):
+        while not (produced.is_set() and not undelivered()):
+            drainer.run_once(owner, batch=20)
+
+    def leasing(owner):
+        while not (produced.is_set() and not undelivered()):
+            candidates = [row["run_id"] for row in claims.list_ready_runs("ledger", "admission_first", 16)]
+            prefixes = claims.lease_prefixes(candidates, "ledger", owner, in_place=False) if candidates else []
+            assert all(prefix.acknowledged_in_place is None for prefix in prefixes)
+            for outcome in delivery.deliver_all(prefixes):
+                assert outcome.error is None and outcome.acknowledged == len(outcome.prefix.facts)
+
+    def produce():
+        for round_ in range(6):
+            for index, run_id in enumerate(runs):
+                query("INSERT INTO outbox (event_id, run_id, event_type, payload_json, created_at) "
+                      "VALUES (%s, %s, 'run.progress', '{}', timestamptz '2026-01-02' + make_interval(secs => %s))",
+                      [f"{run_id}:late:{round_}", run_id, round_ * 100 + index])
+        produced.set()
+
+    def work(target, *args):
+        try:
+            barrier.wait()
+            target(*args)
+        except BaseException as error:  # noqa: BLE001 - handed back to the test
+            errors.append(error)
+            produced.set()
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=work, args=args) for args in
+               [(in_place, "new-1"), (in_place, "new-2"), (leasing, "old-1"), (leasing, "old-2"), (produce,)]]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not errors, errors
+    assert one("SELECT count(*) FROM run_ledger_events") == one("SELECT count(*) FROM outbox") == 24 * 15
+    # Transaction ids grow with time, and a run's next prefix is claimed only after the last one committed.
+    out_of_order = query("""
+        SELECT fact.event_id FROM outbox AS fact JOIN run_ledger_events AS event USING (event_id)
+        WHERE EXISTS (SELECT 1 FROM outbox AS earlier JOIN run_ledger_events AS before USING (event_id)
+                      WHERE earlier.run_id = fact.run_id AND earlier.created_at < fact.created_at
+                        AND before.xmin::text::bigint > event.xmin::text::bigint)""")
+    assert out_of_order == []
+
+
+def undelivered() -> int:
+    return one("SELECT count(*) FROM outbox WHERE delivered_at IS NULL")
