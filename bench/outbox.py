@@ -125,25 +125,27 @@ def _inline(name: str, values: dict[str, str]) -> str:
 def replay_script() -> str:
     """One drainer claim cycle as pgbench commands: the named blocks with pgbench variables for parameters.
 
-    The glue between them is SQL (a listing's run ids aggregated into an array; the read facts become the
-    receiver's events), since pgbench keeps only one-row answers.
+    The glue between them is SQL (a listing's run ids aggregated into an array; the read facts' ids and their
+    terminals' payloads), since pgbench keeps only one-row answers.
     """
-    from scheduler.conf import scheduler_settings
+    from scheduler.kinds import TERMINAL_FACT_TYPES
     from scheduler.outbox import claims, drainer as drainer_module
 
     owner = "'replay-' || :client_id"
     values = {"lane": "'ledger'", "admission_first": "true", "limit": str(drainer_module.CANDIDATES),
               "exclude_run_ids": "'{}'", "run_ids": ":candidates", "lease_owner": owner,
-              "max_facts": str(claims.MAX_PREFIX), "events": ":events", "event_ids": ":event_ids"}
+              "max_facts": str(claims.MAX_PREFIX), "payloads": ":payloads", "event_ids": ":event_ids",
+              "terminal_types": "'{" + ",".join(TERMINAL_FACT_TYPES) + "}'"}
     listing = _inline("outbox_list_ready_runs", values)
     lock = _inline("outbox_lock_runs", {**values, "limit": str(drainer_module.RUNS_PER_CLAIM)})
     read = _inline("outbox_read_prefixes", values)
     return (f"SELECT coalesce(array_agg(ready.run_id), '{{}}') AS candidates FROM ({listing}) AS ready\n\\gset\n"
             "BEGIN;\n"
             f"SELECT coalesce(array_agg(locked.run_id), '{{}}') AS candidates FROM ({lock}) AS locked\n\\gset\n"
-            "SELECT coalesce(jsonb_agg(jsonb_build_object('event_id', prefix.event_id, 'run_id', prefix.run_id, "
-            "'event_type', prefix.event_type, 'occurred_at', prefix.created_at, 'payload', prefix.payload_json)), '[]') "
-            f"AS events, coalesce(array_agg(prefix.event_id), '{{}}') AS event_ids FROM ({read}) AS prefix\n\\gset\n"
+            # The terminals' payloads go back as given (the drainer sends them after its TRM-6 check).
+            "SELECT coalesce(jsonb_object_agg(prefix.event_id, prefix.payload_json) "
+            "FILTER (WHERE prefix.payload_json IS NOT NULL), '{}') AS payloads, "
+            f"coalesce(array_agg(prefix.event_id), '{{}}') AS event_ids FROM ({read}) AS prefix\n\\gset\n"
             + harness.replay_statement("run_ledger_store_and_ack_in_place", values)
             + "COMMIT;\n")
 

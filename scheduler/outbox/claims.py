@@ -26,7 +26,7 @@ from django.db import connections, transaction
 from scheduler import db, messages
 from scheduler.conf import scheduler_settings
 from scheduler.errors import InvalidInput
-from scheduler.kinds import HeadPriority, Lane
+from scheduler.kinds import TERMINAL_FACT_TYPES, HeadPriority, Lane
 from scheduler.loop import backoff_ms, describe
 from scheduler.outbox import receiver, routing
 from scheduler.outbox.facts import Fact, Prefix
@@ -137,9 +137,12 @@ def _prefixes(rows: list[dict], lane: Lane, lease_owner: str, intent) -> dict[st
 
 def _claim_in_place(run_ids: list[str], lane: Lane, lease_owner: str, intent) -> dict[str, Prefix | None]:
     """Read the runs' claimable prefixes and deliver those bound for this database; a run read but bound
-    elsewhere maps to None (it is leased instead), a run with nothing claimable is absent."""
-    read = _prefixes(db.fetch_all("outbox_read_prefixes", {"run_ids": run_ids, "lane": lane, "lease_owner": lease_owner,
-                                                           "max_facts": MAX_PREFIX}), lane, lease_owner, intent)
+    elsewhere maps to None (it is leased instead), a run with nothing claimable is absent. Only terminal facts
+    come with their payload: the rest go from the outbox to the ledger unchanged, in SQL."""
+    read = _prefixes(db.fetch_all("outbox_read_prefixes", {
+        "run_ids": run_ids, "lane": lane, "lease_owner": lease_owner, "max_facts": MAX_PREFIX,
+        "terminal_types": list(TERMINAL_FACT_TYPES),
+    }), lane, lease_owner, intent)
     local = [prefix for prefix in read.values() if routing.stays_local(prefix)]
     if local:
         receiver.acknowledge_in_place(lease_owner, local)

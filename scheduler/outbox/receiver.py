@@ -82,13 +82,19 @@ def acknowledge_in_place(lease_owner: str, prefixes: list[Prefix]) -> None:
     ledger = [prefix for prefix in prefixes if prefix.lane == Lane.LEDGER]
     search = [prefix for prefix in prefixes if prefix.lane != Lane.LEDGER]
     if ledger:
-        events, event_ids = _events([(prefix, prefix.facts) for prefix in ledger])
+        facts = [fact for prefix in ledger for fact in prefix.facts]
+        # Only a terminal's payload may differ from the outbox's (TRM-6); the statement copies the rest itself.
+        payloads = {fact.event_id: ledger_event(fact)["payload"] for fact in facts
+                    if fact.event_type in TERMINAL_FACT_TYPES}
         with observability.DELIVERY_SECONDS.labels("builtin").time():
-            row = db.fetch_one("run_ledger_store_and_ack_in_place", {"events": events, "event_ids": event_ids,
-                                                                      "lease_owner": lease_owner})
+            row = db.fetch_one("run_ledger_store_and_ack_in_place", {
+                "event_ids": [fact.event_id for fact in facts], "payloads": json.dumps(payloads),
+                "lease_owner": lease_owner})
         acked.update(row["acked_event_ids"])
     if search:
-        _events([(prefix, prefix.facts) for prefix in search])  # validated; the search projection reads the outbox
+        for prefix in search:
+            for fact in prefix.facts:
+                ledger_event(fact)  # validated; the search projection reads the outbox itself
         acked.update(row["event_id"] for row in db.fetch_all("outbox_ack_in_place", {
             "event_ids": [event_id for prefix in search for event_id in prefix.fact_ids], "lease_owner": lease_owner}))
     for prefix in prefixes:

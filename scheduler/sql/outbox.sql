@@ -90,9 +90,11 @@ JOIN __schema__.runs AS run ON run.run_id = leased.run_id
 ORDER BY leased.run_id, leased.created_at, leased.event_id;
 
 -- name: outbox_read_prefixes
--- Under the runs' locks: the same causal prefixes outbox_lease_prefixes would lease, read without leasing, for a delivery that acknowledges them in this transaction (OBX-5, OBX-10).
+-- Under the runs' locks: the same causal prefixes outbox_lease_prefixes would lease, read without leasing, for a delivery that acknowledges them in this transaction (OBX-5, OBX-10); payloads only of terminal facts, the ones the delivery may rewrite (TRM-6).
 WITH {{claimable_prefixes(%(run_ids)s::text[], %(lane)s::text, %(lease_owner)s::text)}}
-SELECT ranked.event_id, ranked.run_id, ranked.event_type, ranked.payload_json, ranked.created_at, ranked.attempt_count,
+SELECT ranked.event_id, ranked.run_id, ranked.event_type,
+       CASE WHEN ranked.event_type = ANY (%(terminal_types)s::text[]) THEN ranked.payload_json END AS payload_json,
+       ranked.created_at, ranked.attempt_count,
        run.org_id, __schema__.run_ledger_dispatch_launch(run.launch_json) AS dispatch_launch
 FROM ranked
 JOIN eligible_runs ON eligible_runs.run_id = ranked.run_id
@@ -115,9 +117,13 @@ SELECT (SELECT count(*) FROM stored) AS stored,
        (SELECT coalesce(array_agg(acked.event_id), '{}'::text[]) FROM acked) AS acked_event_ids;
 
 -- name: run_ledger_store_and_ack_in_place
--- The built-in receiver inside the claim's transaction, under its run locks (OBX-10): store the events and acknowledge facts that were read, not leased; a fact another drainer holds a live lease on is left alone.
+-- The built-in receiver inside the claim's transaction, under its run locks (OBX-10): store the facts as ledger events straight from the outbox (a payload the delivery rewrote, TRM-6, given by event id) and acknowledge them; read, not leased, so a fact another drainer holds a live lease on is left alone.
 WITH stored AS (
-    {{store_ledger_events(%(events)s::jsonb)}}
+    {{store_ledger_events((SELECT coalesce(jsonb_agg(jsonb_build_object(
+         'event_id', fact.event_id, 'run_id', fact.run_id, 'event_type', fact.event_type, 'occurred_at', fact.created_at,
+         'payload', coalesce(%(payloads)s::jsonb -> fact.event_id, fact.payload_json, '{}'::jsonb))), '[]'::jsonb)
+       FROM __schema__.outbox AS fact
+       WHERE fact.event_id = ANY (%(event_ids)s::text[]) AND fact.delivered_at IS NULL))}}
 ), acked AS (
     {{acknowledge_unleased_facts(%(event_ids)s::text[], %(lease_owner)s::text)}}
 )

@@ -6,7 +6,7 @@ import pytest
 from django.db import connections
 
 from scheduler.outbox import claims, delivery, drainer
-from tests.factories import one, query
+from tests.factories import loads, one, query
 from tests.outbox.factories import backlog_run
 
 
@@ -139,3 +139,24 @@ def test_drainers_in_place_and_older_leasing_drainers__each_fact_once__in_causal
 
 def undelivered() -> int:
     return one("SELECT count(*) FROM outbox WHERE delivered_at IS NULL")
+
+
+@pytest.mark.django_db
+def test_in_place__payloads_reach_the_ledger_as_delivered_over_http__a_terminal_rewritten_by_trm6():
+    backlog_run("run-t", kinds=["run.progress", "run.completed"])
+    query("UPDATE outbox SET payload_json = %s::jsonb WHERE event_id = 'run-t:000:run.progress'",
+          ['{"nested": {"list": [1, "two", null]}, "text": "é"}'])
+    query("UPDATE outbox SET payload_json = '{\"terminalRuntimePerformance\": {\"cpuMs\": -1}}' "
+          "WHERE event_id = 'run-t:001:run.completed'")
+    expected = {fact.event_id: delivery.ledger_event(fact)
+                for prefix in claims.lease_prefixes(["run-t"], "ledger", "peek", in_place=False) for fact in prefix.facts}
+    query("UPDATE outbox SET lease_owner = NULL, lease_expires_at = NULL")
+    assert drainer.run_once("owner").counts["delivered"] == 2
+    stored = {event_id: (payload, occurred_at) for event_id, payload, occurred_at in query(
+        "SELECT event_id, payload_json, occurred_at FROM run_ledger_events")}
+    for event_id, event in expected.items():
+        payload, occurred_at = stored[event_id]
+        assert loads(payload) == event["payload"]
+        assert occurred_at.isoformat().replace("+00:00", "Z") == event["occurredAt"]
+    assert loads(stored["run-t:001:run.completed"][0]) == {
+        "terminalRuntimePerformanceUnavailableReason": "invalid_terminal_performance"}
