@@ -116,8 +116,8 @@ def measured_runs(fake, runs: int, first: int) -> dict[str, list]:
 
     for index in range(first, first + runs):
         one_run(fake, index, measure)
-    # What a measurement costs by itself (its flush and snapshot reads), taken off every phase.
-    for _ in range(runs):
+        # What a measurement costs by itself (its flush and snapshot reads), taken off every phase; measured
+        # beside each run, so a checkpoint's full-page images fall on the runs and the floor alike.
         measure("nothing", lambda: None)
     empty = totals.pop("nothing")
     return {phase: [value - floor for value, floor in zip(totals[phase], empty)] for phase in PHASES}
