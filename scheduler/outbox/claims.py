@@ -91,9 +91,12 @@ def lease_prefixes(run_ids: list[str], lane: Lane, lease_owner: str, lease_secon
         with transaction.atomic():
             locked = db.fetch_all("outbox_lock_runs", {"run_ids": run_ids, "limit": max_runs})
             order = [row["run_id"] for row in locked]
-            local = [row["run_id"] for row in locked if in_place and routing.may_stay_local(lane, row["dispatch_launch"])]
+            local = [row["run_id"] for row in locked
+                     if in_place and routing.may_stay_local(lane, row["dispatch_launch"])]
             claimed = _claim_in_place(local, lane, lease_owner, intent) if local else {}
-            remote = [run_id for run_id in order if run_id not in local or claimed.get(run_id) is None]
+            # A local run read with nothing claimable has nothing to lease either: the same lock, the same test.
+            remote = [run_id for run_id in order
+                      if run_id not in local or (run_id in claimed and claimed[run_id] is None)]
             if remote:
                 leased = _prefixes(db.fetch_all("outbox_lease_prefixes", {
                     "run_ids": remote, "lane": lane, "lease_owner": lease_owner,
