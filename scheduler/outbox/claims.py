@@ -77,8 +77,12 @@ def claim_prefix(lane: Lane, lease_owner: str, head_priority: HeadPriority = Hea
 
 
 def lease_prefixes(run_ids: list[str], lane: Lane, lease_owner: str, lease_seconds: float = 30.0, *,
-                   max_runs: int = 8, read_intent: bool = True, in_place: bool = True) -> list[Prefix]:
+                   max_runs: int = 8, read_intent: bool = True, in_place: bool = True,
+                   locked_out: list[str] | None = None) -> list[Prefix]:
     """Lock up to `max_runs` of `run_ids` nobody holds and claim each one's causal prefix.
+
+    `locked_out`, when given, receives every run this claim locked, those with nothing left to claim included
+    (delivered or leased meanwhile): the caller's next claim then starts past them.
 
     A prefix bound for this database (the built-in receiver, or the search
     lane) is delivered and acknowledged inside this transaction, under its
@@ -91,6 +95,8 @@ def lease_prefixes(run_ids: list[str], lane: Lane, lease_owner: str, lease_secon
         with transaction.atomic():
             locked = db.fetch_all("outbox_lock_runs", {"run_ids": run_ids, "limit": max_runs})
             order = [row["run_id"] for row in locked]
+            if locked_out is not None:
+                locked_out.extend(order)
             local = [row["run_id"] for row in locked
                      if in_place and routing.may_stay_local(lane, row["dispatch_launch"])]
             claimed = _claim_in_place(local, lane, lease_owner, intent) if local else {}
@@ -110,7 +116,7 @@ def lease_prefixes(run_ids: list[str], lane: Lane, lease_owner: str, lease_secon
         if not (_missing_intent_column(error) and read_intent):
             raise
         return lease_prefixes(run_ids, lane, lease_owner, lease_seconds, max_runs=max_runs, read_intent=False,
-                              in_place=in_place)
+                              in_place=in_place, locked_out=locked_out)
     except receiver.STORE_ERRORS as error:
         # Delivering in place failed and rolled the claim back: lease instead, so the ordinary delivery meets the
         # same failure and the failure policy counts it on the head (a failed head an operator sees), never a loop.
@@ -118,7 +124,7 @@ def lease_prefixes(run_ids: list[str], lane: Lane, lease_owner: str, lease_secon
             raise
         logger.warning("drain %s: delivering in place failed, leasing instead: %s", lease_owner, describe(error))
         return lease_prefixes(run_ids, lane, lease_owner, lease_seconds, max_runs=max_runs, read_intent=read_intent,
-                              in_place=False)
+                              in_place=False, locked_out=locked_out)
 
 
 def _prefixes(rows: list[dict], lane: Lane, lease_owner: str, intent) -> dict[str, Prefix]:

@@ -51,8 +51,16 @@ def run_once(lease_owner: str, *, lane: Lane = Lane.LEDGER, head_priority: HeadP
                 [row["run_id"] for row in claims.list_ready_runs(lane, head_priority, CANDIDATES)], lease_owner)
             listed, listing_full = True, len(candidates) >= CANDIDATES
             continue
+        locked: list[str] = []
         prefixes = claims.lease_prefixes(candidates, lane, lease_owner, lease_seconds,
-                                     max_runs=min(RUNS_PER_CLAIM, batch - result.counts["claimed"]))
+                                         max_runs=min(RUNS_PER_CLAIM, batch - result.counts["claimed"]),
+                                         locked_out=locked)
+        # Every run this claim locked is done with for this listing, those found already delivered included:
+        # left in place they would be locked again first, and a listing's later runs never reached.
+        done = set(locked)
+        candidates = [run_id for run_id in candidates if run_id not in done]
+        if not prefixes and locked and candidates:
+            continue  # what it locked was drained meanwhile; the listing's later runs are next
         if not prefixes:
             # Every candidate was held by another drainer or already drained.
             # Re-read the order once; after that, yield instead of spinning.
@@ -62,8 +70,6 @@ def run_once(lease_owner: str, *, lane: Lane = Lane.LEDGER, head_priority: HeadP
             candidates = []
             continue
         empty_rounds = 0
-        claimed = {prefix.run_id for prefix in prefixes}
-        candidates = [run_id for run_id in candidates if run_id not in claimed]
         # OBX-6 continuation: runs whose prefix was full go again, before new candidates.
         while prefixes and not should_stop():
             result.counts["claimed"] += len(prefixes)
