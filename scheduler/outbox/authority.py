@@ -31,9 +31,9 @@ import httpx
 from scheduler import messages
 from scheduler.conf import scheduler_settings
 from scheduler.outbox.facts import Prefix
-from scheduler.tls import client_ssl_context
 from scheduler.outbox.routing import DeliveryError, distinct_terminal_origin, is_immutable_origin, ordinary_receiver
 from scheduler.redaction import launch_secrets, redact_text
+from scheduler.tls import client_ssl_context
 
 TOKEN_PATH = "/api/v2/internal/play-runtime/run-ledger-dispatch-token"
 TOKEN_REUSE_MARGIN_SECONDS = 30

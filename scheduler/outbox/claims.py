@@ -99,17 +99,15 @@ def lease_prefixes(run_ids: list[str], lane: Lane, lease_owner: str, lease_secon
                 locked_out.extend(order)
             local = [row["run_id"] for row in locked
                      if in_place and routing.may_stay_local(lane, row["dispatch_launch"])]
-            claimed = _claim_in_place(local, lane, lease_owner, intent) if local else {}
+            claimed, elsewhere = _claim_in_place(local, lane, lease_owner, intent) if local else ({}, [])
             # A local run read with nothing claimable has nothing to lease either: the same lock, the same test.
-            remote = [run_id for run_id in order
-                      if run_id not in local or (run_id in claimed and claimed[run_id] is None)]
+            remote = [run_id for run_id in order if run_id not in local or run_id in elsewhere]
             if remote:
-                leased = _prefixes(db.fetch_all("outbox_lease_prefixes", {
+                claimed.update(_prefixes(db.fetch_all("outbox_lease_prefixes", {
                     "run_ids": remote, "lane": lane, "lease_owner": lease_owner,
                     "lease_seconds": lease_seconds, "max_facts": MAX_PREFIX,
-                }), lane, lease_owner, intent)
-                claimed.update(leased)
-            return [claimed[run_id] for run_id in order if claimed.get(run_id) is not None]
+                }), lane, lease_owner, intent))
+            return [claimed[run_id] for run_id in order if run_id in claimed]
     except psycopg.errors.UndefinedColumn as error:
         # The column vanished between the catalog read and the select: the
         # claim rolled back; retry once on the historical path (intent false).
@@ -144,18 +142,18 @@ def _prefixes(rows: list[dict], lane: Lane, lease_owner: str, intent) -> dict[st
     return prefixes
 
 
-def _claim_in_place(run_ids: list[str], lane: Lane, lease_owner: str, intent) -> dict[str, Prefix | None]:
-    """Read the runs' claimable prefixes and deliver those bound for this database; a run read but bound
-    elsewhere maps to None (it is leased instead), a run with nothing claimable is absent. Only terminal facts
-    come with their payload: the rest go from the outbox to the ledger unchanged, in SQL."""
+def _claim_in_place(run_ids: list[str], lane: Lane, lease_owner: str, intent) -> tuple[dict[str, Prefix], list[str]]:
+    """Read the runs' claimable prefixes and deliver those bound for this database: (the prefixes delivered,
+    the runs read whose prefix goes elsewhere and is leased instead). Only terminal facts come with their
+    payload: the rest go from the outbox to the ledger unchanged, in SQL."""
     read = _prefixes(db.fetch_all("outbox_read_prefixes", {
         "run_ids": run_ids, "lane": lane, "lease_owner": lease_owner, "max_facts": MAX_PREFIX,
         "terminal_types": list(TERMINAL_FACT_TYPES),
     }), lane, lease_owner, intent)
-    local = [prefix for prefix in read.values() if routing.stays_local(prefix)]
+    local = {run_id: prefix for run_id, prefix in read.items() if routing.stays_local(prefix)}
     if local:
-        receiver.acknowledge_in_place(lease_owner, local)
-    return {run_id: (prefix if prefix.acknowledged_in_place is not None else None) for run_id, prefix in read.items()}
+        receiver.acknowledge_in_place(lease_owner, list(local.values()))
+    return local, [run_id for run_id in read if run_id not in local]
 
 
 def acknowledge(lease_owner: str, fact_ids: list[str]) -> set[str]:

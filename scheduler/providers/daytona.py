@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 
 from scheduler.kinds import Provider
-from scheduler.tls import client_ssl_context
 from scheduler.providers.base import DeleteOutcome, Inspection, ProviderError, ReadBack, SandboxProvider, SandboxRef, StartRequest
+from scheduler.tls import client_ssl_context
 
 GONE_STATES = {"destroyed", "destroying", "stopped", "stopping", "error", "build_failed", "archived", "archiving"}
 RUNNING_STATES = {"started", "starting", "creating", "restoring", "pulling_snapshot", "pending_build", "building_snapshot", "resizing"}
