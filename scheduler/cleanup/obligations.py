@@ -24,6 +24,7 @@ class Job:
     routing_domain: str | None
     attempt_count: int
     failure_count: int
+    delete_accepted: bool = False  # the claim saw the provider's acceptance of this job's delete (CLN-5)
 
     def identity(self) -> dict:
         return {"provider": self.provider, "sandbox_id": self.sandbox_id, "run_id": self.run_id,

@@ -1,6 +1,8 @@
 -- name: compute_billing_claim
 -- Lease due pending billing jobs, SKIP LOCKED (BIL-1).
--- plan: custom
+-- plan: generic
+-- Planned once: a scan of the pending-only due index fits every parameter, and planning it on every call cost
+-- more than running it.
 WITH due AS (
     SELECT job.run_id FROM __schema__.compute_billing_jobs_v2 AS job
     WHERE job.status = 'pending' AND job.available_at <= coalesce(%(now)s::timestamptz, now())

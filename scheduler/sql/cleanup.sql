@@ -116,7 +116,9 @@ SELECT (SELECT count(*) FROM settled_duplicate) AS settled_duplicates,
 
 -- name: sandbox_cleanup_claim
 -- Lease due, unblocked, unleased-or-expired v2 obligations of the given providers, SKIP LOCKED, counting an attempt (CLN-4).
--- plan: custom
+-- plan: generic
+-- Planned once: its generic plan is the one a custom plan picks (a scan of a pending-only index, then the due
+-- order), and planning it on every call cost more than running it.
 WITH due AS (
     SELECT job.provider, job.sandbox_id, job.routing_domain_key
     FROM __schema__.sandbox_cleanup_jobs_v2 AS job
@@ -136,7 +138,13 @@ SET lease_owner = %(lease_owner)s::text,
 FROM due
 WHERE job.provider = due.provider AND job.sandbox_id = due.sandbox_id AND job.routing_domain_key = due.routing_domain_key
 RETURNING job.provider, job.sandbox_id, job.run_id, job.attempt, job.environment, job.routing_domain,
-          job.attempt_count, job.failure_count;
+          job.attempt_count, job.failure_count,
+          -- Whether the provider already took this job's delete (CLN-5): the sweep then only reads back.
+          EXISTS (SELECT 1 FROM __schema__.sandbox_cleanup_events_v2 AS event
+                  WHERE event.sandbox_id = job.sandbox_id AND event.run_id = job.run_id AND event.attempt = job.attempt
+                    AND event.event_type = 'provider_delete_accepted'
+                    AND event.provider = job.provider
+                    AND event.routing_domain IS NOT DISTINCT FROM job.routing_domain) AS delete_accepted;
 
 -- name: sandbox_cleanup_record_event
 -- Append one cleanup event (requested, accepted, failed) for a job's identity.

@@ -25,7 +25,14 @@ def sizeable_tables():
             SELECT 'plan-' || i, 1, 'completed', 'lease-' || i FROM generate_series(1, 20000, 2) AS i;
             INSERT INTO outbox (event_id, run_id, event_type, payload_json)
             SELECT 'plan-' || i || ':run.created', 'plan-' || i, 'run.created', '{}' FROM generate_series(1, 20000) AS i;
-            ANALYZE runs; ANALYZE attempts; ANALYZE outbox;
+            -- Cleanup and billing keep their finished jobs (tombstones), so most rows are history.
+            INSERT INTO sandbox_cleanup_jobs_v2 (provider, sandbox_id, run_id, attempt, environment, status)
+            SELECT 'daytona', 'sandbox-' || i, 'plan-' || i, 1, 'production',
+                   CASE WHEN i % 10 = 0 THEN 'pending' ELSE 'deleted' END
+            FROM generate_series(1, 20000) AS i;
+            INSERT INTO compute_billing_jobs_v2 (run_id, status)
+            SELECT 'plan-' || i, CASE WHEN i % 10 = 0 THEN 'pending' ELSE 'finalized' END FROM generate_series(1, 20000) AS i;
+            ANALYZE runs; ANALYZE attempts; ANALYZE outbox; ANALYZE sandbox_cleanup_jobs_v2; ANALYZE compute_billing_jobs_v2;
         """)
 
 
