@@ -6,7 +6,9 @@ the run's created_at to the start time its suspension records just before parkin
 mostly the wait in the queue: with N runs and S starts/s the median run waits about N / (2 S), so a 20 ms
 median for 2,000 at once would take 50,000 starts/s. A second row launches one run at a time at 100/s, below
 what one dispatcher starts, and shows what a launch waits when the dispatcher keeps up (the LISTEN wake-up,
-the claim, the start and the park).
+the claim, the start and the park). The fake keeps connections alive, as Daytona's API does: the dispatcher's
+pooled clients then reuse them, instead of connecting (and the fake starting a thread) for each of a start's
+three calls.
 
 Run: ./dev bench dispatch [--quick] [--check]   (by hand, never in CI)
 """
@@ -129,7 +131,7 @@ def main():
     harness.setup_django(bench_url)
     from tests.providers.fake_daytona import FakeDaytona
 
-    with FakeDaytona({"key-bench": ORG}) as fake:
+    with FakeDaytona({"key-bench": ORG}, keep_alive=True) as fake:
         instant = measure(bench_url, fake, runs, 0, 1)
         paced = measure(bench_url, fake, PACED_RUNS // (5 if args.quick else 1), 0, 1, paced=PACED_PER_SECOND)
         one = measure(bench_url, fake, runs, 500, 1)

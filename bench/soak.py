@@ -96,7 +96,7 @@ def main():
     from tests.providers.fake_daytona import FakeDaytona
 
     windows = []
-    with FakeDaytona({"key-soak": ORG}) as fake:
+    with FakeDaytona({"key-soak": ORG}, keep_alive=True) as fake:  # as Daytona: pooled clients reuse connections
         processes = workers(bench_url, fake.url)
         stop = threading.Event()
         threads = [threading.Thread(target=launch_at, args=(args.rate, stop)),
