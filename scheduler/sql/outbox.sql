@@ -64,8 +64,6 @@ LIMIT %(limit)s::integer;
 
 -- name: outbox_lock_runs
 -- Lock up to `limit` of the candidate runs, in the given order, that no other drainer holds: FOR NO KEY UPDATE SKIP LOCKED (OBX-5); with each run's dispatch launch, which names its receiver.
--- plan: generic
--- A primary-key probe per id whatever the array: PostgreSQL's automatic choice re-planned it on every call.
 SELECT run.run_id, __schema__.run_ledger_dispatch_launch(run.launch_json) AS dispatch_launch
 FROM __schema__.runs AS run
 WHERE run.run_id = ANY (%(run_ids)s::text[])
@@ -180,8 +178,6 @@ RETURNING fact.event_id;
 
 -- name: runs_read_array_input_intents
 -- The runs' array-input intent, read under the claim's run locks; only after the catalog shows the column (SCH-3).
--- plan: generic
--- A primary-key probe per id, as outbox_lock_runs.
 SELECT run.run_id, run.array_input_started FROM __schema__.runs AS run WHERE run.run_id = ANY (%(run_ids)s::text[]);
 
 -- name: outbox_release_facts
