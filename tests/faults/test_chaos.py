@@ -187,6 +187,9 @@ def test_chaos__restart_crash_backend_storms_and_killed_workers__nothing_lost(st
     wait_for(lambda: _settled_everywhere(stack, len(run_ids)), "every run settled, delivered, cleaned and billed",
              seconds=180)
     figures = _check_the_promises(stack, run_ids)
+    # The runs can all be settled before the supervisor has noticed the last worker killed: wait until it logged
+    # every kill, then count (a fault that ended another worker would log one exit more).
+    wait_for(lambda: stack.restarts() >= kills, "the supervisor noticing every killed worker", seconds=30)
     restarts = stack.restarts()
     print(f"chaos: {figures} server restarts=1 crashes=1 backends terminated={terminated} "
           f"workers killed={kills} worker restarts={restarts} healthz failures while workers restarted={len(healthz_failures)}")
