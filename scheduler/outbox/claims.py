@@ -93,20 +93,21 @@ def lease_prefixes(run_ids: list[str], lane: Lane, lease_owner: str, lease_secon
     intent = _array_input_intents if read_intent else (lambda run_ids: {})
     try:
         with transaction.atomic():
-            locked = db.fetch_all("outbox_lock_runs", {"run_ids": run_ids, "limit": max_runs})
-            order = [row["run_id"] for row in locked]
+            rows = db.fetch_all("outbox_lock_runs", {"run_ids": run_ids, "limit": max_runs})
+            locked = {row["run_id"]: row for row in rows}
+            order = list(locked)
             if locked_out is not None:
                 locked_out.extend(order)
-            local = [row["run_id"] for row in locked
+            local = [run_id for run_id, row in locked.items()
                      if in_place and routing.may_stay_local(lane, row["dispatch_launch"])]
-            claimed, elsewhere = _claim_in_place(local, lane, lease_owner, intent) if local else ({}, [])
+            claimed, elsewhere = _claim_in_place(local, locked, lane, lease_owner, intent) if local else ({}, [])
             # A local run read with nothing claimable has nothing to lease either: the same lock, the same test.
             remote = [run_id for run_id in order if run_id not in local or run_id in elsewhere]
             if remote:
                 claimed.update(_prefixes(db.fetch_all("outbox_lease_prefixes", {
                     "run_ids": remote, "lane": lane, "lease_owner": lease_owner,
                     "lease_seconds": lease_seconds, "max_facts": MAX_PREFIX,
-                }), lane, lease_owner, intent))
+                }), locked, lane, lease_owner, intent))
             return [claimed[run_id] for run_id in order if run_id in claimed]
     except psycopg.errors.UndefinedColumn as error:
         # The column vanished between the catalog read and the select: the
@@ -125,14 +126,16 @@ def lease_prefixes(run_ids: list[str], lane: Lane, lease_owner: str, lease_secon
                               in_place=False, locked_out=locked_out)
 
 
-def _prefixes(rows: list[dict], lane: Lane, lease_owner: str, intent) -> dict[str, Prefix]:
-    """Group claimed fact rows (ordered by run, then causally) into prefixes; the runs of terminals read their
-    array-input intent, all in one statement."""
+def _prefixes(rows: list[dict], locked: dict[str, dict], lane: Lane, lease_owner: str, intent) -> dict[str, Prefix]:
+    """Group claimed fact rows (ordered by run, then causally) into prefixes, each with its run's org and dispatch
+    launch as the lock read them; the runs of terminals read their array-input intent, all in one statement."""
     prefixes: dict[str, Prefix] = {}
     for r in rows:
         prefix = prefixes.get(r["run_id"])
         if prefix is None:
-            prefix = prefixes[r["run_id"]] = Prefix(r["run_id"], lane, lease_owner, [], r["dispatch_launch"] or {}, r["org_id"])
+            run = locked[r["run_id"]]
+            prefix = prefixes[r["run_id"]] = Prefix(r["run_id"], lane, lease_owner, [], run["dispatch_launch"] or {},
+                                                    run["org_id"])
         prefix.facts.append(Fact(r["event_id"], r["run_id"], r["event_type"], r["payload_json"], r["created_at"], r["attempt_count"]))
     terminal = [prefix for prefix in prefixes.values() if prefix.has_terminal]
     if terminal:
@@ -142,14 +145,15 @@ def _prefixes(rows: list[dict], lane: Lane, lease_owner: str, intent) -> dict[st
     return prefixes
 
 
-def _claim_in_place(run_ids: list[str], lane: Lane, lease_owner: str, intent) -> tuple[dict[str, Prefix], list[str]]:
+def _claim_in_place(run_ids: list[str], locked: dict[str, dict], lane: Lane, lease_owner: str,
+                    intent) -> tuple[dict[str, Prefix], list[str]]:
     """Read the runs' claimable prefixes and deliver those bound for this database: (the prefixes delivered,
     the runs read whose prefix goes elsewhere and is leased instead). Only terminal facts come with their
     payload: the rest go from the outbox to the ledger unchanged, in SQL."""
     read = _prefixes(db.fetch_all("outbox_read_prefixes", {
         "run_ids": run_ids, "lane": lane, "lease_owner": lease_owner, "max_facts": MAX_PREFIX,
         "terminal_types": list(TERMINAL_FACT_TYPES),
-    }), lane, lease_owner, intent)
+    }), locked, lane, lease_owner, intent)
     local = {run_id: prefix for run_id, prefix in read.items() if routing.stays_local(prefix)}
     if local:
         receiver.acknowledge_in_place(lease_owner, list(local.values()))

@@ -136,8 +136,7 @@ def deliver_all(prefixes: list[Prefix]) -> list[Outcome]:
             outcome.acknowledged = outcome.prefix.acknowledged_in_place  # the claim delivered it (receiver.py)
             continue
         if outcome.prefix.lane == Lane.SEARCH:
-            for fact in outcome.prefix.facts:
-                ledger_event(fact)  # validated; the search projection reads the outbox itself
+            receiver.validate_search(outcome.prefix)
             search.append(outcome)
             continue
         try:

@@ -55,6 +55,12 @@ def _events(batch: list[tuple[Prefix, list[Fact]]]) -> tuple[str, list[str]]:
     return json.dumps(events), event_ids
 
 
+def validate_search(prefix: Prefix) -> None:
+    """A search-lane prefix is only checked to make ledger events: the search projection reads the outbox itself."""
+    for fact in prefix.facts:
+        ledger_event(fact)
+
+
 def store_and_acknowledge(lease_owner: str, batch: list[tuple[Prefix, list[Fact]]]) -> set[str]:
     """Store in the built-in receiver and acknowledge, for several runs, in one statement (OBX-10).
 
@@ -93,8 +99,7 @@ def acknowledge_in_place(lease_owner: str, prefixes: list[Prefix]) -> None:
         acked.update(row["acked_event_ids"])
     if search:
         for prefix in search:
-            for fact in prefix.facts:
-                ledger_event(fact)  # validated; the search projection reads the outbox itself
+            validate_search(prefix)
         acked.update(row["event_id"] for row in db.fetch_all("outbox_ack_in_place", {
             "event_ids": [event_id for prefix in search for event_id in prefix.fact_ids], "lease_owner": lease_owner}))
     for prefix in prefixes:

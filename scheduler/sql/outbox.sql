@@ -63,8 +63,8 @@ ORDER BY CASE WHEN %(admission_first)s::boolean
 LIMIT %(limit)s::integer;
 
 -- name: outbox_lock_runs
--- Lock up to `limit` of the candidate runs, in the given order, that no other drainer holds: FOR NO KEY UPDATE SKIP LOCKED (OBX-5); with each run's dispatch launch, which names its receiver.
-SELECT run.run_id, __schema__.run_ledger_dispatch_launch(run.launch_json) AS dispatch_launch
+-- Lock up to `limit` of the candidate runs, in the given order, that no other drainer holds: FOR NO KEY UPDATE SKIP LOCKED (OBX-5); with each run's org and dispatch launch (which names its receiver), read once here for all its facts.
+SELECT run.run_id, run.org_id, __schema__.run_ledger_dispatch_launch(run.launch_json) AS dispatch_launch
 FROM __schema__.runs AS run
 WHERE run.run_id = ANY (%(run_ids)s::text[])
 ORDER BY array_position(%(run_ids)s::text[], run.run_id)
@@ -83,10 +83,8 @@ leased AS (
     WHERE fact.event_id = ranked.event_id AND ranked.position <= %(max_facts)s::integer
     RETURNING fact.event_id, fact.run_id, fact.event_type, fact.payload_json, fact.created_at, fact.attempt_count
 )
-SELECT leased.event_id, leased.run_id, leased.event_type, leased.payload_json, leased.created_at, leased.attempt_count,
-       run.org_id, __schema__.run_ledger_dispatch_launch(run.launch_json) AS dispatch_launch
+SELECT leased.event_id, leased.run_id, leased.event_type, leased.payload_json, leased.created_at, leased.attempt_count
 FROM leased
-JOIN __schema__.runs AS run ON run.run_id = leased.run_id
 ORDER BY leased.run_id, leased.created_at, leased.event_id;
 
 -- name: outbox_read_prefixes
@@ -94,11 +92,9 @@ ORDER BY leased.run_id, leased.created_at, leased.event_id;
 WITH {{claimable_prefixes(%(run_ids)s::text[], %(lane)s::text, %(lease_owner)s::text)}}
 SELECT ranked.event_id, ranked.run_id, ranked.event_type,
        CASE WHEN ranked.event_type = ANY (%(terminal_types)s::text[]) THEN ranked.payload_json END AS payload_json,
-       ranked.created_at, ranked.attempt_count,
-       run.org_id, __schema__.run_ledger_dispatch_launch(run.launch_json) AS dispatch_launch
+       ranked.created_at, ranked.attempt_count
 FROM ranked
 JOIN eligible_runs ON eligible_runs.run_id = ranked.run_id
-JOIN __schema__.runs AS run ON run.run_id = ranked.run_id
 WHERE ranked.position <= %(max_facts)s::integer
 ORDER BY ranked.run_id, ranked.created_at, ranked.event_id;
 
