@@ -10,7 +10,7 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parent
 SQL = DOCS.parent / "scheduler" / "sql"
 ROOMS = [("Runs", "admission.sql", "lifecycle.sql", "settlement.sql", "liveness.sql", "receipts.sql", "reads.sql"), ("Outbox", "outbox.sql"),
-         ("Cleanup and billing", "cleanup.sql", "billing.sql"), ("Operations", "operations.sql", "dashboard.sql"), ("Schema", "schema.sql")]
+         ("Cleanup and billing", "adoption.sql", "cleanup.sql", "billing.sql"), ("Operations", "operations.sql", "dashboard.sql"), ("Schema", "schema.sql")]
 
 
 def catalogue() -> str:
