@@ -1,9 +1,10 @@
 """The sandbox cleanup sweep (CLN-2..7): delete each obligation's sandbox and confirm it.
 
 1. Claim (preflight, adoption when needed, provider-qualified claim); the
-   claim also says whether the provider already accepted the job's delete.
-2. If the provider has not accepted a delete yet: record requested, call
-   delete, record accepted (or failed: back off or block).
+   claim also says whether the provider already accepted the job's delete,
+   and records provider_delete_requested for each job it has not.
+2. If the provider has not accepted a delete yet: call delete, record
+   accepted (or failed: back off or block).
 3. Read back; deleted (or already absent) -> complete at the first
    acceptance time; still present -> look again later.
 """
@@ -49,7 +50,6 @@ def handle(job: obligations.Job, lease_owner: str, result: CleanupTick, readback
     try:
         provider = provider_for(job.provider)
         if not job.delete_accepted:
-            obligations.record_event(job, "provider_delete_requested", {"routingDomain": job.routing_domain})
             with observability.CLEANUP_DELETE_SECONDS.labels(job.provider).time():
                 outcome = provider.delete(ref)
             if outcome is DeleteOutcome.ALREADY_ABSENT:

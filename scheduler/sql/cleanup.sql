@@ -1,37 +1,60 @@
 -- name: sandbox_cleanup_claim
--- Lease due, unblocked, unleased-or-expired v2 obligations of the given providers, SKIP LOCKED, counting an attempt (CLN-4), each with whether the provider already accepted its delete (CLN-5).
--- plan: custom
--- Planned per call (0.2 ms): a generic plan cannot tell due jobs from pending ones, so it reads every pending job
--- and sorts them, which after a provider outage (thousands backed off for up to an hour) is every job on every tick.
-WITH due AS (
+-- Lease due, unblocked, unleased-or-expired v2 obligations of the given providers, SKIP LOCKED, counting an attempt (CLN-4), each with whether the provider already accepted its delete (CLN-5); a job whose delete is still to ask for gets its provider_delete_requested event in the same statement.
+-- plan: generic
+-- One ordered walk of the due index per wanted provider (a LATERAL each, ordered by the index's own columns), so
+-- the one generic plan reads at most `limit` due jobs per provider however many are due or backed off, instead
+-- of planning per call (0.2 ms on every poll): with `provider = ANY`, or a tie-break the index lacks, a generic
+-- plan reads and sorts every due job first.
+WITH wanted AS (
+    SELECT DISTINCT wanted.provider FROM unnest(%(providers)s::text[]) AS wanted(provider)
+), due AS MATERIALIZED (
     SELECT job.provider, job.sandbox_id, job.routing_domain_key
-    FROM __schema__.sandbox_cleanup_jobs_v2 AS job
-    WHERE job.status = 'pending'
-      AND job.provider = ANY (%(providers)s::text[])
-      AND job.available_at <= coalesce(%(now)s::timestamptz, now())
-      AND (job.lease_owner IS NULL OR job.lease_expires_at <= coalesce(%(now)s::timestamptz, now()))
+    FROM wanted
+    CROSS JOIN LATERAL (
+        SELECT candidate.provider, candidate.sandbox_id, candidate.routing_domain_key, candidate.available_at
+        FROM __schema__.sandbox_cleanup_jobs_v2 AS candidate
+        WHERE candidate.status = 'pending'
+          AND candidate.provider = wanted.provider
+          AND candidate.available_at <= coalesce(%(now)s::timestamptz, now())
+          AND (candidate.lease_owner IS NULL OR candidate.lease_expires_at <= coalesce(%(now)s::timestamptz, now()))
+        ORDER BY candidate.available_at
+        LIMIT %(limit)s::integer
+        FOR UPDATE SKIP LOCKED
+    ) AS job
     ORDER BY job.available_at, job.sandbox_id
     LIMIT %(limit)s::integer
-    FOR UPDATE SKIP LOCKED
+), leased AS (
+    UPDATE __schema__.sandbox_cleanup_jobs_v2 AS job
+    SET lease_owner = %(lease_owner)s::text,
+        lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::double precision),
+        attempt_count = job.attempt_count + 1,
+        updated_at = now()
+    FROM due
+    WHERE job.provider = due.provider AND job.sandbox_id = due.sandbox_id AND job.routing_domain_key = due.routing_domain_key
+    RETURNING job.provider, job.sandbox_id, job.run_id, job.attempt, job.environment, job.routing_domain,
+              job.attempt_count, job.failure_count, job.available_at,
+              -- Whether the provider already took this job's delete (CLN-5): the sweep then only reads back.
+              EXISTS (SELECT 1 FROM __schema__.sandbox_cleanup_events_v2 AS event
+                      WHERE event.sandbox_id = job.sandbox_id AND event.run_id = job.run_id AND event.attempt = job.attempt
+                        AND event.event_type = 'provider_delete_accepted'
+                        AND event.provider = job.provider
+                        AND event.routing_domain IS NOT DISTINCT FROM job.routing_domain) AS delete_accepted
+), requested AS (
+    -- The sweep asks the provider for these deletes next: the intent is on record before any call.
+    INSERT INTO __schema__.sandbox_cleanup_events_v2 (event_id, provider, sandbox_id, run_id, attempt, routing_domain, event_type, details_json)
+    SELECT leased.provider || ':' || leased.sandbox_id || ':provider_delete_requested:' || replace(gen_random_uuid()::text, '-', ''),
+           leased.provider, leased.sandbox_id, leased.run_id, leased.attempt, leased.routing_domain,
+           'provider_delete_requested', jsonb_build_object('routingDomain', leased.routing_domain)
+    FROM leased
+    WHERE NOT leased.delete_accepted
 )
-UPDATE __schema__.sandbox_cleanup_jobs_v2 AS job
-SET lease_owner = %(lease_owner)s::text,
-    lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::double precision),
-    attempt_count = job.attempt_count + 1,
-    updated_at = now()
-FROM due
-WHERE job.provider = due.provider AND job.sandbox_id = due.sandbox_id AND job.routing_domain_key = due.routing_domain_key
-RETURNING job.provider, job.sandbox_id, job.run_id, job.attempt, job.environment, job.routing_domain,
-          job.attempt_count, job.failure_count,
-          -- Whether the provider already took this job's delete (CLN-5): the sweep then only reads back.
-          EXISTS (SELECT 1 FROM __schema__.sandbox_cleanup_events_v2 AS event
-                  WHERE event.sandbox_id = job.sandbox_id AND event.run_id = job.run_id AND event.attempt = job.attempt
-                    AND event.event_type = 'provider_delete_accepted'
-                    AND event.provider = job.provider
-                    AND event.routing_domain IS NOT DISTINCT FROM job.routing_domain) AS delete_accepted;
+SELECT leased.provider, leased.sandbox_id, leased.run_id, leased.attempt, leased.environment, leased.routing_domain,
+       leased.attempt_count, leased.failure_count, leased.delete_accepted
+FROM leased
+ORDER BY leased.available_at, leased.sandbox_id;
 
 -- name: sandbox_cleanup_record_event
--- Append one cleanup event (requested, accepted, failed) for a job's identity.
+-- Append one cleanup event (accepted or failed; the claim records requested) for a job's identity.
 INSERT INTO __schema__.sandbox_cleanup_events_v2 (event_id, provider, sandbox_id, run_id, attempt, routing_domain, event_type, details_json)
 VALUES (%(event_id)s::text, %(provider)s::text, %(sandbox_id)s::text, %(run_id)s::text, %(attempt)s::integer,
         %(routing_domain)s::text, %(event_type)s::text, %(details)s::jsonb)

@@ -1,4 +1,4 @@
-"""CLN-2, CLN-3: the preflight and the adoption repair, case by case."""
+"""CLN-2, CLN-3: the preflight and the adoption repair, case by case; CLN-4: the claim after them."""
 
 import datetime as dt
 
@@ -7,7 +7,7 @@ import pytest
 from scheduler.cleanup import obligations
 from tests import factories
 from tests.cleanup.factories import event, legacy, legacy_rows, v2, v2_rows
-from tests.factories import one
+from tests.factories import loads, one, query
 
 pytestmark = pytest.mark.django_db
 T1 = dt.datetime(2026, 5, 1, 10, 0, tzinfo=dt.UTC)
@@ -93,3 +93,27 @@ def test_preflight__pending_legacy__repair_runs_before_the_claim():
 def test_claim__empty_provider_list_returns_nothing():
     v2("sb-x", provider="local")
     assert obligations.claim([], "owner") == ([], None)
+
+
+def test_claim__records_requested_for_jobs_not_yet_accepted_in_its_own_statement():
+    v2("sb-new", run_id="run-1")
+    v2("sb-accepted", provider="modal", run_id="run-2")
+    event("sb-accepted", "provider_delete_accepted", T1, provider="modal", run_id="run-2")
+    jobs, _ = obligations.claim(["daytona", "modal", "daytona"], "owner")
+    assert sorted((job.sandbox_id, job.delete_accepted) for job in jobs) == [("sb-accepted", True), ("sb-new", False)]
+    requested = query("SELECT provider, sandbox_id, run_id, details_json FROM sandbox_cleanup_events_v2 "
+                      "WHERE event_type = 'provider_delete_requested'")
+    assert [(*row[:3], loads(row[3])) for row in requested] == [("daytona", "sb-new", "run-1", {"routingDomain": None})]
+
+
+def test_claim__oldest_due_first_across_providers_and_at_most_the_limit():
+    for number, provider in enumerate(["modal", "daytona", "local", "daytona"]):
+        v2(f"sb-{number}", provider=provider, run_id=f"run-{number}")
+        query("UPDATE sandbox_cleanup_jobs_v2 SET available_at = now() - %s * interval '1 minute' WHERE sandbox_id = %s",
+              [10 - number, f"sb-{number}"])
+    v2("sb-later", provider="modal", run_id="run-later")
+    query("UPDATE sandbox_cleanup_jobs_v2 SET available_at = now() + interval '1 hour' WHERE sandbox_id = 'sb-later'")
+    jobs, _ = obligations.claim(["daytona", "modal", "local"], "owner", limit=3)
+    assert [job.sandbox_id for job in jobs] == ["sb-0", "sb-1", "sb-2"]
+    jobs, _ = obligations.claim(["daytona", "modal", "local"], "owner", limit=3)
+    assert [job.sandbox_id for job in jobs] == ["sb-3"]

@@ -38,6 +38,20 @@ def sizeable_tables():
 
 @pytest.mark.parametrize("name", sorted(name for name in sql_blocks.raw_blocks() if sql_blocks.plan_mark(name) == "generic"))
 def test_generic_plan__no_sequential_scan_of_a_scheduler_table(sizeable_tables, name):
+    plan = generic_plan(name)
+    scans = [line.strip() for line in plan.splitlines() if "Seq Scan on" in line]
+    assert not [scan for scan in scans if any(f"Seq Scan on {table} " in scan for table in BIG_TABLES)], plan
+
+
+def test_generic_plan__the_cleanup_claim_walks_the_due_index_in_order_and_stops_at_its_limit(sizeable_tables):
+    """Its lock sits right on the due index's ordered scan: no sort of every due job underneath it."""
+    lines = [line.strip() for line in generic_plan("sandbox_cleanup_claim").splitlines()]
+    locks = [number for number, line in enumerate(lines) if line.startswith("->  LockRows")]
+    assert locks and all("Index Scan using runtime_scheduler_cleanup_v2_due_idx" in lines[number + 1]
+                         for number in locks), "\n".join(lines)
+
+
+def generic_plan(name: str) -> str:
     sql, _ = db._compiled(name, "runtime_scheduler")
     raw = connection.connection
     with psycopg.RawCursor(raw) as cursor:
@@ -49,5 +63,4 @@ def test_generic_plan__no_sequential_scan_of_a_scheduler_table(sizeable_tables, 
         cursor.execute(f"EXPLAIN EXECUTE generic_plan_check({nulls})")
         plan = "\n".join(row[0] for row in cursor.fetchall())
         cursor.execute("DEALLOCATE generic_plan_check")
-    scans = [line.strip() for line in plan.splitlines() if "Seq Scan on" in line]
-    assert not [scan for scan in scans if any(f"Seq Scan on {table} " in scan for table in BIG_TABLES)], plan
+    return plan
