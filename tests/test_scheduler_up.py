@@ -39,11 +39,12 @@ def _assert_the_admin_is_styled(port: int) -> None:
         assert "max-age=315360000" in response.headers["Cache-Control"]
 
 
-def test_scheduler_up__serves_healthz_then_stops_on_sigterm(scratch_db):
+def test_scheduler_up__serves_healthz_then_stops_on_sigterm(scratch_db, tmp_path):
     port = free_port()
     process = subprocess.Popen(
         manage_command("scheduler_up", "--bind", f"127.0.0.1:{port}"),
-        env=manage_env(scratch_db.url), cwd=PROJECT_DIR,
+        # Its sandboxes and its one-instance lock beside them: the test's own, not the checkout's .embedded.
+        env=manage_env(scratch_db.url, SCHEDULER_SANDBOX_DIR=str(tmp_path / "sandboxes")), cwd=PROJECT_DIR,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:

@@ -76,13 +76,13 @@ def _bouncer_or_skip() -> None:
         pytest.skip("Debian's pgbouncer is not installed (.ci/run installs it)")
 
 
-def test_the_service_through_pgbouncer_in_transaction_mode(scratch_db):
+def test_the_service_through_pgbouncer_in_transaction_mode(scratch_db, tmp_path):
     """migrate, the web server and every worker loop through a 4-connection transaction pool; both demo runs
     (one through a runner killed mid-play and retried) complete and their facts are delivered."""
     _bouncer_or_skip()
     bouncer = Bouncer(scratch_db.name)
     env = manage_env(bouncer.url, DIRECT_DATABASE_URL=scratch_db.url, SCHEDULER_TRANSACTION_POOLING="true",
-                     SCHEDULER_PREPARE_STATEMENTS="false")
+                     SCHEDULER_PREPARE_STATEMENTS="false", SCHEDULER_SANDBOX_DIR=str(tmp_path / "sandboxes"))
     try:
         # Over DIRECT_DATABASE_URL: the pooler is not even up yet. Role defaults reach only sessions opened later.
         migrated = subprocess.run(manage_command("migrate"), env=env, cwd=PROJECT_DIR, capture_output=True,
