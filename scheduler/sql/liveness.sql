@@ -5,8 +5,12 @@
     SELECT {{attempt_candidate_columns()}} FROM __schema__.attempts AS attempt
     WHERE attempt.status = 'waiting' AND attempt.runner_result_json IS NULL
       -- now(), stable, can be an index condition (clock_timestamp() cannot); the recheck below uses the clock.
-      AND (attempt.liveness_deadline IS NULL
-           OR attempt.liveness_deadline <= coalesce(%(now)s::timestamptz, now()))
+      AND attempt.liveness_deadline <= coalesce(%(now)s::timestamptz, now())
+    UNION ALL
+    -- Parked by an older release, which leaves the deadline empty. A branch of its own: as one OR with the
+    -- deadline, the generic plan could walk the whole index and filter, reading every parked run on every tick.
+    SELECT {{attempt_candidate_columns()}} FROM __schema__.attempts AS attempt
+    WHERE attempt.status = 'waiting' AND attempt.runner_result_json IS NULL AND attempt.liveness_deadline IS NULL
     UNION ALL
     SELECT {{attempt_candidate_columns()}} FROM __schema__.attempts AS attempt
     WHERE attempt.status IN ('claimed', 'running', 'waiting') AND attempt.runner_result_json IS NOT NULL

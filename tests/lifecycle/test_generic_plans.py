@@ -64,3 +64,14 @@ def generic_plan(name: str) -> str:
         plan = "\n".join(row[0] for row in cursor.fetchall())
         cursor.execute("DEALLOCATE generic_plan_check")
     return plan
+
+
+def test_generic_plan__liveness_discovery_reads_only_expired_or_undated_parked_attempts(sizeable_tables):
+    """SWP-1: each way into the liveness index is a range (an index condition), never a walk of every parked
+    attempt filtered one by one (12 ms per idle tick at 100,000 parked runs with terminal history)."""
+    lines = [line.strip() for line in generic_plan("runs_list_liveness_work").splitlines()]
+    scans = [number for number, line in enumerate(lines) if "attempts_liveness_deadline_idx" in line]
+    assert len(scans) == 2, "\n".join(lines)
+    assert all(lines[number].startswith("->  Index Scan") and lines[number + 1].startswith("Index Cond: (liveness_deadline")
+               for number in scans), "\n".join(lines)
+    assert not [line for line in lines if line.startswith(("Filter:", "Recheck Cond:")) and "liveness_deadline" in line]
