@@ -2,7 +2,8 @@
 -- Lease due pending billing jobs, SKIP LOCKED (BIL-1).
 -- plan: generic
 -- Planned once: a scan of the pending-only due index fits every parameter, and planning it on every call cost
--- more than running it.
+-- more than running it. The leased rows are found again by key (= ANY of the locked ids): joined to the CTE,
+-- a generic plan (which guesses a tenth of the due jobs for an unknown limit) hashed the whole table instead.
 WITH due AS (
     SELECT job.run_id FROM __schema__.compute_billing_jobs_v2 AS job
     WHERE job.status = 'pending' AND job.available_at <= coalesce(%(now)s::timestamptz, now())
@@ -15,8 +16,7 @@ UPDATE __schema__.compute_billing_jobs_v2 AS job
 SET lease_owner = %(lease_owner)s::text,
     lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::double precision),
     attempt_count = job.attempt_count + 1, updated_at = now()
-FROM due
-WHERE job.run_id = due.run_id
+WHERE job.run_id = ANY (ARRAY(SELECT due.run_id FROM due))
 RETURNING job.run_id;
 
 -- name: compute_billing_finalize

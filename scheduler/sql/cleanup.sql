@@ -8,10 +8,10 @@
 WITH wanted AS (
     SELECT DISTINCT wanted.provider FROM unnest(%(providers)s::text[]) AS wanted(provider)
 ), due AS MATERIALIZED (
-    SELECT job.provider, job.sandbox_id, job.routing_domain_key
+    SELECT job.row_id
     FROM wanted
     CROSS JOIN LATERAL (
-        SELECT candidate.provider, candidate.sandbox_id, candidate.routing_domain_key, candidate.available_at
+        SELECT candidate.ctid AS row_id, candidate.sandbox_id, candidate.available_at
         FROM __schema__.sandbox_cleanup_jobs_v2 AS candidate
         WHERE candidate.status = 'pending'
           AND candidate.provider = wanted.provider
@@ -29,8 +29,10 @@ WITH wanted AS (
         lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::double precision),
         attempt_count = job.attempt_count + 1,
         updated_at = now()
-    FROM due
-    WHERE job.provider = due.provider AND job.sandbox_id = due.sandbox_id AND job.routing_domain_key = due.routing_domain_key
+    -- The locked rows by their row ids (a TID scan, whatever the statistics): joined to the CTE by key, a
+    -- generic plan (which guesses a tenth of the due jobs for an unknown limit) may hash the whole table. A row
+    -- updated meanwhile is no longer at its id, and is left for the next claim.
+    WHERE job.ctid = ANY (ARRAY(SELECT due.row_id FROM due))
     RETURNING job.provider, job.sandbox_id, job.run_id, job.attempt, job.environment, job.routing_domain,
               job.attempt_count, job.failure_count, job.available_at,
               -- Whether the provider already took this job's delete (CLN-5): the sweep then only reads back.

@@ -75,3 +75,28 @@ def test_generic_plan__liveness_discovery_reads_only_expired_or_undated_parked_a
     assert all(lines[number].startswith("->  Index Scan") and lines[number + 1].startswith("Index Cond: (liveness_deadline")
                for number in scans), "\n".join(lines)
     assert not [line for line in lines if line.startswith(("Filter:", "Recheck Cond:")) and "liveness_deadline" in line]
+
+
+@pytest.fixture
+def due_backlog():
+    """A backlog due at once beside a long history: the statistics under which a generic plan, guessing a tenth
+    of the due jobs for an unknown limit, hashed the whole table to find the jobs its claim had just locked."""
+    with connection.cursor() as cursor:
+        cursor.execute("""
+            INSERT INTO compute_billing_jobs_v2 (run_id, status, available_at)
+            SELECT 'billed-' || i, CASE WHEN i <= 100000 THEN 'finalized' ELSE 'pending' END,
+                   now() - interval '1 minute' + i * interval '1 millisecond'
+            FROM generate_series(1, 120000) AS i;
+            INSERT INTO sandbox_cleanup_jobs_v2 (provider, sandbox_id, run_id, attempt, environment, status, available_at)
+            SELECT 'daytona', 'sandbox-' || i, 'run-' || i, 1, 'production',
+                   CASE WHEN i <= 20000 THEN 'deleted' ELSE 'pending' END,
+                   now() - interval '1 minute' + i * interval '1 millisecond'
+            FROM generate_series(1, 120000) AS i;
+            ANALYZE compute_billing_jobs_v2; ANALYZE sandbox_cleanup_jobs_v2;
+        """)
+
+
+@pytest.mark.parametrize("name", ["compute_billing_claim", "sandbox_cleanup_claim"])
+def test_generic_plan__a_claim_finds_what_it_locked_by_key_however_large_the_backlog(due_backlog, name):
+    plan = generic_plan(name)
+    assert "Seq Scan on" not in plan and "Hash Join" not in plan, plan
