@@ -16,7 +16,7 @@ from django.db.models import NOT_PROVIDED
 from scheduler import db
 from scheduler.conf import scheduler_settings
 
-# Names of the indexes built by migrations 0003 and 0005.
+# The indexes the statements need by name, built by the migrations (0003 onwards, each CONCURRENTLY).
 REQUIRED_INDEXES = (
     "runtime_scheduler_runs_queued_idx",
     "runtime_scheduler_runs_detached_idx",
@@ -40,6 +40,8 @@ REQUIRED_INDEXES = (
     "runtime_scheduler_runs_created_idx",
     "runtime_scheduler_attempts_liveness_deadline_idx",
     "runtime_scheduler_attempts_recorded_unsettled_idx",
+    "runtime_scheduler_control_open_cancels_idx",
+    "runtime_scheduler_control_unreconciled_idx",
 )
 LEGACY_CLEANUP_PENDING_INDEX = "runtime_scheduler_sandbox_cleanup_legacy_pending_idx"
 REQUIRED_FUNCTIONS = (

@@ -19,6 +19,15 @@ EXISTS (SELECT 1 FROM __schema__.attempts AS newer WHERE newer.run_id = {run_id}
 -- RUN-7: the control key of a queued cancel.
 ('runtime_cancel:' || {run_id})
 
+-- fragment: cancel_run_id(key)
+-- RUN-7: the run a cancel key names (cancel_key read backwards).
+substr({key}, length('runtime_cancel:') + 1)
+
+-- fragment: open_cancel(cancel)
+-- RUN-10: a cancel key whose run the sweep has not yet seen ended; word for word the predicate of migration
+-- 0027's index, which is what lets the planner read the open cancels through it.
+({cancel}.key LIKE 'runtime_cancel:%%' AND NOT ({cancel}.value_json ? 'runEndedAt'))
+
 -- fragment: unreconciled_key(run_id, attempt)
 -- CLN-1: the control key of an attempt that never parked but may have left a sandbox.
 ('sandbox_unreconciled:' || {run_id} || ':' || {attempt})

@@ -64,19 +64,50 @@ WHERE target.run_id = parked_run.run_id
 RETURNING target.run_id;
 
 -- name: runs_list_unacknowledged_cancels
--- Parked runs whose queued cancel the runner has not acknowledged within its heartbeat timeout of the cancel being queued, however often it still heartbeats (RUN-10).
--- plan: custom
+-- Parked runs whose queued cancel the runner has not acknowledged within its heartbeat timeout of the cancel being queued, however often it still heartbeats (RUN-10); read from the open cancels alone, marking those whose run has ended, so a tick costs the cancels still open, not every parked run or every cancel ever queued.
+-- plan: generic
+-- Every read is through the open-cancels index or by key, so one plan fits every tick (planning it cost 2 ms).
+WITH open_cancel AS MATERIALIZED (
+    SELECT cancel.key, cancel.created_at, {{cancel_run_id(cancel.key)}} AS run_id
+    FROM __schema__.control AS cancel
+    WHERE {{open_cancel(cancel)}}
+), ended AS MATERIALIZED (
+    -- In key order and SKIP LOCKED, so two sweeps marking at once neither deadlock nor wait for each other; a
+    -- thousand a tick, so the history a first tick after an upgrade finds is marked over ticks, not in one.
+    SELECT cancel.key
+    FROM __schema__.control AS cancel
+    WHERE cancel.key IN (SELECT open_cancel.key
+                         FROM open_cancel
+                         WHERE NOT EXISTS (SELECT 1 FROM __schema__.runs AS run
+                                           WHERE run.run_id = open_cancel.run_id
+                                             AND run.status IN ('queued', 'running', 'waiting')
+                                           OFFSET 0))
+    ORDER BY cancel.key
+    LIMIT 1000
+    FOR UPDATE SKIP LOCKED
+), marked AS (
+    -- Only a hint for the index: every reader of a cancel still asks whether its key exists.
+    UPDATE __schema__.control AS cancel
+    SET value_json = cancel.value_json || jsonb_build_object('runEndedAt', (extract(epoch FROM now()) * 1000)::bigint)
+    WHERE cancel.key IN (SELECT ended.key FROM ended)
+)
 SELECT run.run_id, attempt.attempt, attempt.lease_token, run.suspension_json,
        to_char(attempt.heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS heartbeat_identity
-FROM __schema__.runs AS run
-JOIN __schema__.control AS cancel ON cancel.key = {{cancel_key(run.run_id)}}
-JOIN __schema__.attempts AS attempt
-  ON attempt.run_id = run.run_id AND to_jsonb(attempt.attempt) = run.suspension_json -> 'runnerAttempt'
-WHERE run.status = 'waiting'
-  AND run.suspension_json ->> 'kind' = 'detached_runner'
-  AND attempt.status = 'waiting'
-  AND attempt.runner_result_json IS NULL
-  AND cancel.created_at + (
+FROM open_cancel AS cancel
+-- Each open cancel's run and attempts by key (OFFSET 0 keeps the planner from hashing every parked run instead).
+CROSS JOIN LATERAL (
+    SELECT parked.run_id, parked.suspension_json FROM __schema__.runs AS parked
+    WHERE parked.run_id = cancel.run_id AND parked.status = 'waiting'
+      AND parked.suspension_json ->> 'kind' = 'detached_runner'
+    OFFSET 0
+) AS run
+CROSS JOIN LATERAL (
+    SELECT current.attempt, current.lease_token, current.heartbeat_at FROM __schema__.attempts AS current
+    WHERE current.run_id = run.run_id AND to_jsonb(current.attempt) = run.suspension_json -> 'runnerAttempt'
+      AND current.status = 'waiting' AND current.runner_result_json IS NULL
+    OFFSET 0
+) AS attempt
+WHERE cancel.created_at + (
           CASE WHEN jsonb_typeof(run.suspension_json -> 'heartbeatTimeoutMs') = 'number'
                     AND (run.suspension_json ->> 'heartbeatTimeoutMs')::double precision >= 0
                THEN (run.suspension_json ->> 'heartbeatTimeoutMs')::double precision

@@ -100,3 +100,17 @@ def due_backlog():
 def test_generic_plan__a_claim_finds_what_it_locked_by_key_however_large_the_backlog(due_backlog, name):
     plan = generic_plan(name)
     assert "Seq Scan on" not in plan and "Hash Join" not in plan, plan
+
+
+def test_generic_plan__unacknowledged_cancels_are_read_from_the_open_cancels_alone(sizeable_tables):
+    """RUN-10: old cancels of ended runs and the parked runs themselves are never walked; each open cancel's
+    run and attempt are found by key."""
+    with connection.cursor() as cursor:
+        cursor.execute("""
+            INSERT INTO control (key, value_json)
+            SELECT 'runtime_cancel:plan-' || i, jsonb_build_object('runEndedAt', 1) FROM generate_series(1, 20000) AS i;
+            ANALYZE control;
+        """)
+    plan = generic_plan("runs_list_unacknowledged_cancels")
+    assert "Index Scan using runtime_scheduler_control_open_cancels_idx" in plan, plan
+    assert "Seq Scan on control" not in plan and "Hash Join" not in plan, plan

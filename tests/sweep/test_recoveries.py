@@ -203,3 +203,21 @@ def test_cancel_ignored_by_a_runner_that_keeps_heartbeating__settled_a_timeout_a
     result = liveness.run_once()
     assert result.counts["cancels_settled"] == 1
     assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "cancelled"
+
+
+def test_cancels_of_ended_runs__marked_by_the_sweep_and_read_no_more_while_open_ones_stay(provider):
+    """RUN-10 at the cost of what is open: a cancel's key stays (it is the cancel), its run's end is marked."""
+    parked = factories.parked_run(heartbeat_timeout_ms=1000)
+    ended = factories.parked_run(heartbeat_timeout_ms=1000)
+    lifecycle.cancel_run(parked.run_id)
+    lifecycle.cancel_run(ended.run_id)
+    factories.report_terminal(ended.run_id, 1, ended.lease_token, factories.completed_result())
+    liveness.run_once()
+    marks = dict(query("SELECT key, value_json ? 'runEndedAt' FROM control WHERE key LIKE 'runtime_cancel:%%'"))
+    assert marks == {f"runtime_cancel:{parked.run_id}": False, f"runtime_cancel:{ended.run_id}": True}
+    assert one("SELECT status FROM runs WHERE run_id = %s", [ended.run_id]) == "completed"
+    assert liveness.run_once(now=LATER).counts["cancels_settled"] == 1  # the open one, after its timeout
+    assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "cancelled"
+    query("UPDATE control SET value_json = '{}' WHERE key = %s", [f"runtime_cancel:{parked.run_id}"])
+    liveness.run_once(now=LATER)
+    assert one("SELECT value_json ? 'runEndedAt' FROM control WHERE key = %s", [f"runtime_cancel:{parked.run_id}"])
