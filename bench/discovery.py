@@ -88,6 +88,32 @@ def time_discovery(repeats: int = 15, expect: int | None = None) -> float:
     return statistics.median(samples)
 
 
+OLD_CANCELS = 10_000
+
+
+def time_sweep_tick(cancels: int, repeats: int = 15) -> float:
+    """Median ms of a whole liveness sweep tick with nothing to do, beside `cancels` cancel keys of ended runs
+    (the keys stay for ever); the ticks before the clock mark those keys, and a vacuum then drops their old
+    index entries, as autovacuum would."""
+    from django.db import connection
+
+    from scheduler.runs import liveness
+
+    with connection.cursor() as cursor:
+        cursor.execute("INSERT INTO control (key, created_at) SELECT 'runtime_cancel:done-' || lpad(i::text, 8, '0'), "
+                       "now() - interval '1 day' FROM generate_series(1, %s) AS i", [cancels])
+    for _ in range(cancels // 1000 + 1):
+        liveness.run_once()
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE control")
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        liveness.run_once()
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples)
+
+
 def explain() -> str:
     """The plan discovery runs: its generic plan (the block is marked `plan: generic`), prepared and executed."""
     import json
@@ -142,6 +168,9 @@ def main():
     idle_beside = time_discovery(expect=0)
     rows.append((f"idle tick, {IDLE_PARKED:,} parked, none overdue, among {grown:,} terminal runs (ms)",
                  f"{idle_beside:.2f}", "", f"{idle_beside:.2f}", "<= 2"))
+    sweep = time_sweep_tick(OLD_CANCELS)
+    rows.append((f"  the whole sweep tick (every statement), {OLD_CANCELS:,} cancels of ended runs beside (ms)",
+                 f"{sweep:.2f}", "", "", ""))
     harness.report("liveness discovery", rows, args.check)
     print(f"\nEXPLAIN of runs_list_liveness_work (its generic plan) at {grown:,} terminal runs:\n{explain()}")
 
