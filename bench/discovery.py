@@ -115,31 +115,15 @@ def time_sweep_tick(cancels: int, repeats: int = 15) -> float:
 
 
 def explain() -> str:
-    """The plan discovery runs: its generic plan (the block is marked `plan: generic`), prepared and executed."""
+    """The plan discovery runs: its generic plan (the block is marked `plan: generic`), executed."""
     import json
 
-    import psycopg
-    from django.db import connection
+    from tests.support import generic_plan
 
-    from scheduler import db
-    from scheduler.conf import scheduler_settings
-
-    name = "runs_list_liveness_work"
-    text, names = db._compiled(name, scheduler_settings.schema)
-    arguments = db._arguments(name, names, {
+    plan = generic_plan("runs_list_liveness_work", {
         "limit": 100, "default_timeout_ms": 60_000, "after_run_ids": json.dumps({}), "now": None,
-        "providers": ["daytona", "modal", "local"], "fallback_provider": "daytona"})
-    connection.ensure_connection()
-    raw = connection.connection
-    values = ", ".join(psycopg.sql.Literal(value).as_string(raw) for value in arguments)
-    with raw.cursor() as cursor:
-        cursor.execute(psycopg.sql.SQL("PREPARE discovery_plan AS {}").format(psycopg.sql.SQL(text)))
-        cursor.execute("SET plan_cache_mode = force_generic_plan")
-        cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE discovery_plan({values})")
-        plan = "\n".join("    " + row[0] for row in cursor.fetchall())
-        cursor.execute("DEALLOCATE discovery_plan")
-        cursor.execute("RESET plan_cache_mode")
-    return plan
+        "providers": ["daytona", "modal", "local"], "fallback_provider": "daytona"}, analyze=True)
+    return "\n".join("    " + line for line in plan.splitlines())
 
 
 def main():

@@ -115,3 +115,28 @@ def wait_for(predicate, what: str, seconds: float = 60):
             return value
         time.sleep(0.05)
     raise AssertionError(f"never happened: {what}")
+
+
+def generic_plan(name: str, params: dict | None = None, *, analyze: bool = False) -> str:
+    """EXPLAIN named block `name` as a prepared statement running its generic plan: for `params`, else with every
+    parameter NULL (a generic plan is the same for any values). Inside a transaction of its own (a savepoint in a
+    test's), which also bounds the plan mode."""
+    from django.db import transaction
+
+    from scheduler import db
+    from scheduler.conf import scheduler_settings
+
+    text, names = db._compiled(name, scheduler_settings.schema)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        cursor.execute(f"PREPARE plan_check AS {text}")
+        if params is None:
+            cursor.execute("SELECT parameter_types::text[] FROM pg_prepared_statements WHERE name = 'plan_check'")
+            arguments, values = None, ", ".join(f"NULL::{kind}" for kind in cursor.fetchone()[0])
+        else:
+            arguments, values = db._arguments(name, names, params), ", ".join(["%s"] * len(names))
+        cursor.execute(f"EXPLAIN {'(ANALYZE, BUFFERS, COSTS OFF) ' if analyze else ''}EXECUTE plan_check({values})",
+                       arguments)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute("DEALLOCATE plan_check")
+    return plan

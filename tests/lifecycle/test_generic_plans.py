@@ -1,11 +1,10 @@
 """Statements marked `-- plan: generic` run one plan for every parameter: it must stay on indexes."""
 
-import psycopg
 import pytest
 from django.db import connection
 
-from scheduler import db
 from scheduler import sql as sql_blocks
+from tests.support import generic_plan
 
 pytestmark = pytest.mark.django_db
 
@@ -49,21 +48,6 @@ def test_generic_plan__the_cleanup_claim_walks_the_due_index_in_order_and_stops_
     locks = [number for number, line in enumerate(lines) if line.startswith("->  LockRows")]
     assert locks and all("Index Scan using runtime_scheduler_cleanup_v2_due_idx" in lines[number + 1]
                          for number in locks), "\n".join(lines)
-
-
-def generic_plan(name: str) -> str:
-    sql, _ = db._compiled(name, "runtime_scheduler")
-    raw = connection.connection
-    with psycopg.RawCursor(raw) as cursor:
-        cursor.execute(f"PREPARE generic_plan_check AS {sql}")
-        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        cursor.execute("SELECT parameter_types::text[] FROM pg_prepared_statements WHERE name = 'generic_plan_check'")
-        types = cursor.fetchone()[0]
-        nulls = ", ".join(f"NULL::{kind}" for kind in types)
-        cursor.execute(f"EXPLAIN EXECUTE generic_plan_check({nulls})")
-        plan = "\n".join(row[0] for row in cursor.fetchall())
-        cursor.execute("DEALLOCATE generic_plan_check")
-    return plan
 
 
 def test_generic_plan__liveness_discovery_reads_only_expired_or_undated_parked_attempts(sizeable_tables):

@@ -7,10 +7,10 @@ import json
 import pytest
 from django.db import connection
 
-from scheduler import db
 from scheduler.runs import lifecycle, liveness
 from tests import factories
 from tests.factories import one, query
+from tests.support import generic_plan
 
 pytestmark = pytest.mark.django_db
 LATER = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
@@ -49,16 +49,11 @@ def test_an_idle_tick_probes_the_deadline_index():
     for _ in range(3):
         factories.parked_run(heartbeat_timeout_ms=600_000)
     query("ANALYZE attempts")
-    text, names = db._compiled("runs_list_liveness_work", "runtime_scheduler")
     params = {"limit": 100, "default_timeout_ms": 60_000, "after_run_ids": json.dumps({}), "now": None,
               "providers": ["daytona", "modal", "local"], "fallback_provider": "daytona"}
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")  # a tiny test table would be read whole anyway
-        cursor.execute("PREPARE discovery AS " + text)
-        cursor.execute("EXPLAIN EXECUTE discovery(" + ", ".join(["%s"] * len(names)) + ")",
-                       [params[name] for name in names])
-        plan = "\n".join(row[0] for row in cursor.fetchall())
-        cursor.execute("DEALLOCATE discovery")
+    plan = generic_plan("runs_list_liveness_work", params)
     assert "runtime_scheduler_attempts_liveness_deadline_idx" in plan, plan
     assert "runtime_scheduler_attempts_recorded_unsettled_idx" in plan, plan
 
