@@ -1,8 +1,9 @@
-"""One TLS context for every pooled HTTP client of this process (Daytona calls, run-ledger deliveries).
+"""One TLS context for every pooled HTTP connection of this process (Daytona calls, run-ledger deliveries).
 
 Why: building a context loads the CA bundle, about 20 ms of CPU with the GIL held (100 ms for the first), and
-the scheduler keeps one httpx client per thread: a dispatcher's 32 start threads each paid it on their first
-start, stalling the starts already in flight. An ssl.SSLContext is safe to share between threads.
+the scheduler keeps one pooled transport per origin and thread (outbound.py): a dispatcher's 32 start threads
+each paid it on their first start, stalling the starts already in flight. An ssl.SSLContext is safe to share
+between threads.
 """
 
 from __future__ import annotations

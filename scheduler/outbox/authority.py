@@ -24,16 +24,14 @@ import json
 import threading
 import time
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 import httpx
 
-from scheduler import messages
+from scheduler import messages, outbound
 from scheduler.conf import scheduler_settings
 from scheduler.outbox.facts import Prefix
 from scheduler.outbox.routing import DeliveryError, distinct_terminal_origin, is_immutable_origin, ordinary_receiver
 from scheduler.redaction import launch_secrets, redact_text
-from scheduler.tls import client_ssl_context
 
 TOKEN_PATH = "/api/v2/internal/play-runtime/run-ledger-dispatch-token"
 TOKEN_REUSE_MARGIN_SECONDS = 30
@@ -114,36 +112,20 @@ def protection_headers(launch: dict) -> dict[str, str]:
     return {BYPASS_HEADER: token} if isinstance(token, str) and token else {}
 
 
-# One pooled client per receiver origin and per thread (each drainer worker is a thread): deliveries reuse
-# their connections instead of opening one per request.
-_CLIENTS = threading.local()
+# Deliveries reuse their connections (outbound.py: one pooled transport per receiver origin and thread).
 TIMEOUT = httpx.Timeout(15.0, connect=5.0)
-
-
-def _client(url: str) -> httpx.Client:
-    clients = getattr(_CLIENTS, "by_origin", None)
-    if clients is None:
-        clients = _CLIENTS.by_origin = {}
-    parts = urlsplit(url)
-    origin = (parts.scheme, parts.netloc)
-    if origin not in clients:
-        clients[origin] = httpx.Client(verify=client_ssl_context(), timeout=TIMEOUT,
-                                       limits=httpx.Limits(max_keepalive_connections=4))
-    return clients[origin]
 
 
 def close_clients() -> None:
     """Close this thread's pooled receiver connections (a drainer worker that stops)."""
-    for client in (getattr(_CLIENTS, "by_origin", None) or {}).values():
-        client.close()
-    _CLIENTS.by_origin = {}
+    outbound.close_thread_transports()
 
 
 def post(url: str, bearer: str, body: dict, launch: dict, extra_secrets=()):
     """(status, JSON answer or None); an unreachable receiver raises DeliveryError with every secret scrubbed."""
     headers = {"Content-Type": "application/json", "Authorization": f"Bearer {bearer}", **protection_headers(launch)}
     try:
-        response = _client(url).post(url, content=json.dumps(body).encode(), headers=headers)
+        response = outbound.request("POST", url, content=json.dumps(body).encode(), headers=headers, timeout=TIMEOUT)
     except httpx.HTTPError as error:
         secrets = launch_secrets(launch) + [bearer, *extra_secrets]
         raise DeliveryError(redact_text(f"receiver unreachable: {type(error).__name__}: {error}", secrets)) from None

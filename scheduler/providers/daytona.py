@@ -6,23 +6,22 @@ error message. Delete is asynchronous: 200 with desiredState "destroyed",
 later state "destroying", then 404. A DELETE while a state change is pending
 answers 409 and is followed up with a GET. 429 carries Retry-After. A 2xx
 without a JSON body naming the sandbox `id` means the base URL is wrong.
-Calls go through an httpx client per thread (dispatch starts run on a pool of threads), so a start's three
-calls and the next start's reuse one connection instead of a TLS handshake each.
+Calls go through outbound.py: a pooled connection per thread (dispatch starts run on a pool of threads), so a
+start's three calls and the next start's reuse one connection instead of a TLS handshake each.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
-import threading
 import urllib.parse
 from typing import Any
 
 import httpx
 
+from scheduler import outbound
 from scheduler.kinds import Provider
 from scheduler.providers.base import DeleteOutcome, Inspection, ProviderError, ReadBack, SandboxProvider, SandboxRef, StartRequest
-from scheduler.tls import client_ssl_context
 
 GONE_STATES = {"destroyed", "destroying", "stopped", "stopping", "error", "build_failed", "archived", "archiving"}
 RUNNING_STATES = {"started", "starting", "creating", "restoring", "pulling_snapshot", "pending_build", "building_snapshot", "resizing"}
@@ -42,16 +41,8 @@ class DaytonaProvider(SandboxProvider):
         # Sandbox id -> the organization the last answer about it named (seen_domain pops it).
         self._seen_domains: dict[str, str] = {}
         self.timeout = timeout
+        self._timeout = httpx.Timeout(timeout, connect=min(5.0, timeout))
         self.snapshot = snapshot
-        self._local = threading.local()  # this thread's pooled client
-
-    def _client(self) -> httpx.Client:
-        client = getattr(self._local, "client", None)
-        if client is None:
-            client = self._local.client = httpx.Client(
-                verify=client_ssl_context(), timeout=httpx.Timeout(self.timeout, connect=min(5.0, self.timeout)),
-                limits=httpx.Limits(max_keepalive_connections=4))
-        return client
 
     def _key(self, routing_domain: str | None) -> str:
         key = self._api_keys.get(routing_domain or "")
@@ -66,7 +57,8 @@ class DaytonaProvider(SandboxProvider):
         if data is not None:
             headers["Content-Type"] = "application/json"
         try:
-            response = self._client().request(method, f"{self.api_url}{path}", content=data, headers=headers)
+            response = outbound.request(method, f"{self.api_url}{path}", content=data, headers=headers,
+                                        timeout=self._timeout)
         except httpx.HTTPError as error:
             raise ProviderError(f"Daytona unreachable: {type(error).__name__}: {error}") from None
         retry_after = response.headers.get("Retry-After")

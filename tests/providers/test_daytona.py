@@ -2,6 +2,7 @@
 
 import pytest
 
+from scheduler import outbound
 from scheduler.providers import DeleteOutcome, Inspection, ProviderError, ReadBack, SandboxRef
 from scheduler.providers.base import StartRequest
 from scheduler.providers.daytona import DaytonaProvider
@@ -133,7 +134,7 @@ def test_calls_reuse_one_connection_per_thread():
             provider.start(StartRequest("run-1", 1, "org-a", {}, ["python3", "-m", "scheduler.runner"]))
             provider.start(StartRequest("run-2", 1, "org-a", {}, ["python3", "-m", "scheduler.runner"]))
         finally:
-            provider._local.client.close()
+            outbound.close_thread_transports()
     assert len(fake.client_ports) == 6 and len(set(fake.client_ports)) == 1  # two starts, three calls each
 
 
@@ -147,8 +148,9 @@ def test_every_threads_client_shares_one_tls_context():
 
         def start(number):
             provider.start(StartRequest(f"run-{number}", 1, "org-a", {}, ["python3", "-m", "scheduler.runner"]))
-            contexts.append(provider._local.client._transport._pool._ssl_context)
-            provider._local.client.close()
+            (transport,) = outbound._THREAD.by_origin.values()
+            contexts.append(transport._pool._ssl_context)
+            outbound.close_thread_transports()
 
         threads = [threading.Thread(target=start, args=(number,)) for number in range(3)]
         for thread in threads:

@@ -1,0 +1,101 @@
+"""Outbound HTTP (outbound.py): what an httpx client did for the scheduler's calls still happens when they go
+straight to a pooled transport: the environment's proxy, NO_PROXY, a User-Agent, timeouts, one connection."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+
+from scheduler import outbound
+
+TIMEOUT = httpx.Timeout(5.0, connect=2.0)
+
+
+class Recorder:
+    """An HTTP server recording each request line's target (absolute when it is asked as a proxy), its headers
+    and the client's port; it answers 200 with a JSON body and keeps the connection open."""
+
+    def __init__(self):
+        self.seen: list[dict] = []
+        recorder = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                recorder.seen.append({"target": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
+                                      "port": self.client_address[1]})
+                body = json.dumps({"ok": True}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def recorder(monkeypatch):
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    server = Recorder()
+    yield server
+    outbound.close_thread_transports()
+    server.close()
+
+
+def post(url: str) -> httpx.Response:
+    return outbound.request("POST", url, content=b"{}", headers={"Content-Type": "application/json"}, timeout=TIMEOUT)
+
+
+def test_a_call_goes_through_the_proxy_the_environment_names(recorder, monkeypatch):
+    monkeypatch.setenv("HTTP_PROXY", recorder.url)
+    response = post("http://receiver.example/internal/events")
+    assert response.status_code == 200 and response.json() == {"ok": True}
+    assert [seen["target"] for seen in recorder.seen] == ["http://receiver.example/internal/events"]
+
+
+def test_a_host_no_proxy_lists_is_reached_directly(recorder, monkeypatch):
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        dead_proxy = f"http://127.0.0.1:{unused.getsockname()[1]}"  # nothing listens there
+    monkeypatch.setenv("HTTP_PROXY", dead_proxy)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    assert post(recorder.url + "/internal/events").status_code == 200
+    assert [seen["target"] for seen in recorder.seen] == ["/internal/events"]
+
+
+def test_calls_name_the_scheduler_and_reuse_one_connection(recorder):
+    for _ in range(3):
+        assert post(recorder.url + "/a").status_code == 200
+    assert {seen["headers"]["user-agent"] for seen in recorder.seen} == {outbound.USER_AGENT}
+    assert len(recorder.seen) == 3 and len({seen["port"] for seen in recorder.seen}) == 1
+
+
+def test_a_receiver_that_never_answers_times_out_as_an_http_error(monkeypatch):
+    monkeypatch.delenv("HTTP_PROXY", raising=False)
+    monkeypatch.delenv("http_proxy", raising=False)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()  # accepts (the kernel does) and never answers
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/x"
+        with pytest.raises(httpx.ReadTimeout):
+            outbound.request("POST", url, content=b"{}", headers={}, timeout=httpx.Timeout(0.2, connect=2.0))
+    outbound.close_thread_transports()
