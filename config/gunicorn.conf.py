@@ -12,8 +12,8 @@ worker_class = "gthread"
 timeout = _scheduler["SCHEDULER_WEB_TIMEOUT"]
 graceful_timeout = 10
 accesslog = "-"
-# Never log request headers: they carry bearer tokens.
-access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms'
+# One line per request: address, request line, status, bytes, milliseconds; never a header (bearer tokens).
+logger_class = "config.access_log.AccessLogger"
 wsgi_app = "config.wsgi:application"
 
 
