@@ -3,9 +3,9 @@
 Why: gunicorn's own access logging builds, for every request, a dictionary of every request header, response
 header and WSGI environ entry (so that a format may name any of them), a formatted timestamp and the basic-auth
 user, and then formats the line through it: about 7% of a web worker's CPU under runner traffic (16 clients
-posting terminals: 1,130-1,250 requests/s with gunicorn's line, 1,240-1,360 with this one). This line names five fields and touches no header, so no bearer
-token can reach it. An operator who sets gunicorn's access_log_format gets gunicorn's own logging, which that
-format needs.
+posting terminals: 1,130-1,250 requests/s with gunicorn's line, 1,240-1,360 with this one). This line names
+five fields and touches no header, so no bearer token can reach it. An operator who sets gunicorn's
+access_log_format gets gunicorn's own logging, which that format needs.
 """
 
 from __future__ import annotations

@@ -57,9 +57,10 @@ def _transport(url: httpx.URL) -> httpx.HTTPTransport:
 
 
 def environment_proxy(url: str) -> str | None:
-    """The proxy the environment names for `url` (HTTPS_PROXY or HTTP_PROXY by scheme, unless NO_PROXY lists its
-    host), as urllib and httpx's client read them; None to connect directly."""
+    """The proxy the environment names for `url` (HTTPS_PROXY or HTTP_PROXY by scheme, else ALL_PROXY, unless
+    NO_PROXY lists its host), as urllib and httpx's client read them; None to connect directly."""
     parts = urlsplit(url)
     if parts.hostname and urllib.request.proxy_bypass(parts.hostname):
         return None
-    return urllib.request.getproxies().get(parts.scheme) or None
+    proxies = urllib.request.getproxies()
+    return proxies.get(parts.scheme) or proxies.get("all") or None

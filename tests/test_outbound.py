@@ -65,8 +65,9 @@ def post(url: str) -> httpx.Response:
     return outbound.request("POST", url, content=b"{}", headers={"Content-Type": "application/json"}, timeout=TIMEOUT)
 
 
-def test_a_call_goes_through_the_proxy_the_environment_names(recorder, monkeypatch):
-    monkeypatch.setenv("HTTP_PROXY", recorder.url)
+@pytest.mark.parametrize("variable", ["HTTP_PROXY", "ALL_PROXY"])
+def test_a_call_goes_through_the_proxy_the_environment_names(recorder, monkeypatch, variable):
+    monkeypatch.setenv(variable, recorder.url)
     response = post("http://receiver.example/internal/events")
     assert response.status_code == 200 and response.json() == {"ok": True}
     assert [seen["target"] for seen in recorder.seen] == ["http://receiver.example/internal/events"]

@@ -116,11 +116,6 @@ def protection_headers(launch: dict) -> dict[str, str]:
 TIMEOUT = httpx.Timeout(15.0, connect=5.0)
 
 
-def close_clients() -> None:
-    """Close this thread's pooled receiver connections (a drainer worker that stops)."""
-    outbound.close_thread_transports()
-
-
 def post(url: str, bearer: str, body: dict, launch: dict, extra_secrets=()):
     """(status, JSON answer or None); an unreachable receiver raises DeliveryError with every secret scrubbed."""
     headers = {"Content-Type": "application/json", "Authorization": f"Bearer {bearer}", **protection_headers(launch)}

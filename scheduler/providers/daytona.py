@@ -40,8 +40,7 @@ class DaytonaProvider(SandboxProvider):
         self._api_keys = dict(api_keys)
         # Sandbox id -> the organization the last answer about it named (seen_domain pops it).
         self._seen_domains: dict[str, str] = {}
-        self.timeout = timeout
-        self._timeout = httpx.Timeout(timeout, connect=min(5.0, timeout))
+        self.timeout = httpx.Timeout(timeout, connect=min(5.0, timeout))
         self.snapshot = snapshot
 
     def _key(self, routing_domain: str | None) -> str:
@@ -58,7 +57,7 @@ class DaytonaProvider(SandboxProvider):
             headers["Content-Type"] = "application/json"
         try:
             response = outbound.request(method, f"{self.api_url}{path}", content=data, headers=headers,
-                                        timeout=self._timeout)
+                                        timeout=self.timeout)
         except httpx.HTTPError as error:
             raise ProviderError(f"Daytona unreachable: {type(error).__name__}: {error}") from None
         retry_after = response.headers.get("Retry-After")

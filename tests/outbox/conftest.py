@@ -1,10 +1,10 @@
 import pytest
 
-from scheduler.outbox import authority
+from scheduler import outbound
 
 
 @pytest.fixture(autouse=True)
 def pooled_receiver_connections_closed():
     """Deliveries keep a pooled connection per receiver; a test's own thread closes them when it ends."""
     yield
-    authority.close_clients()
+    outbound.close_thread_transports()

@@ -5,7 +5,8 @@ import threading
 import pytest
 from django.db import connections
 
-from scheduler.outbox import authority, drainer
+from scheduler import outbound
+from scheduler.outbox import drainer
 from tests.factories import one
 from tests.outbox.factories import backlog_run
 from tests.outbox.fake_receiver import COORDINATOR_TOKEN, FakeReceiver
@@ -41,7 +42,7 @@ def drain_with(workers: int, **options) -> None:
             errors.append(exc)
         finally:
             connections.close_all()
-            authority.close_clients()  # this thread's pooled receiver connections
+            outbound.close_thread_transports()  # this thread's pooled receiver connections
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(workers)]
     for thread in threads:

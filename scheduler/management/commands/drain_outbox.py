@@ -11,11 +11,12 @@ import threading
 import uuid
 from functools import partial
 
+from scheduler import outbound
 from scheduler.conf import scheduler_settings
 from scheduler.kinds import HeadPriority, Lane, values
 from scheduler.loop import Loop, arm_wake_signal, lease_owner, listen, run_together
 from scheduler.management.cli import LoopCommand, integer, seconds
-from scheduler.outbox import authority, claims, drainer
+from scheduler.outbox import claims, drainer
 
 logger = logging.getLogger("scheduler.drain")
 
@@ -25,7 +26,7 @@ def _finish(owner: str) -> None:
     try:
         claims.release_all(owner)
     finally:
-        authority.close_clients()
+        outbound.close_thread_transports()
 
 
 class Command(LoopCommand):
