@@ -71,6 +71,27 @@ def test_requirement_ids_in_the_code_are_defined_in_the_docs():
     assert missing == []
 
 
+def _cited_requirements(text: str) -> set[str]:
+    """The ids a text names, with ranges (`TRM-1..5`) and lists (`SWP-3/5/7`) spelled out."""
+    cited = set()
+    for family, first, rest in re.findall(r"\b(SCH|ADM|RUN|TRM|SWP|OBX|CLN|BIL|RCP)-(\d+)((?:(?:\.\.|/)\d+)*)", text):
+        numbers = [int(first)]
+        for separator, number in re.findall(r"(\.\.|/)(\d+)", rest):
+            numbers += range(numbers[-1] + 1, int(number) + 1) if separator == ".." else [int(number)]
+        cited |= {f"{family}-{number}" for number in numbers}
+    return cited
+
+
+def test_every_requirement_is_cited_by_a_test():
+    """Each requirement names the test that shows it (a reviewer starts from the id); a test names only real ids."""
+    defined = re.findall(r"\*\*([A-Z]{3}-\d+)\*\*", (PROJECT / "docs" / "requirements.md").read_text())
+    cited = set()
+    for path in [*(PROJECT / "tests").rglob("*.py"), *(PROJECT / "tests").rglob("*.sql")]:
+        cited |= _cited_requirements(path.read_text())
+    assert [requirement for requirement in defined if requirement not in cited] == []
+    assert sorted(cited - set(defined)) == []
+
+
 def test_every_file_the_docs_link_is_in_the_repository():
     """A clone shows what the README and docs link to (the benchmark plot once lived in an ignored folder)."""
     import subprocess

@@ -1,4 +1,5 @@
-"""run_liveness_sweep and dispatch_runs as processes: SIGTERM mid-tick finishes the tick, then exits 0."""
+"""SWP-6 and dispatch_runs as processes: SIGTERM mid-tick finishes the tick, then exits 0; only bad configuration
+exits non-zero."""
 
 import signal
 import subprocess

@@ -171,6 +171,7 @@ def test_array_input_intent__a_newer_attempt_fences_as_requirements_1_2_defines(
 
 
 def test_facts__created_at_strictly_increases_per_run_even_if_clock_is_behind():
+    """OBX-1."""
     parked = factories.parked_run()
     # Pretend an earlier fact was written with a clock an hour ahead.
     query("UPDATE outbox SET created_at = now() + interval '1 hour' WHERE event_id = %s", [f"{parked.run_id}:1:run.waiting"])

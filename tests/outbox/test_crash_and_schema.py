@@ -44,6 +44,7 @@ def test_drainer_killed_mid_delivery__lease_expires_and_another_delivers():
 
 
 def test_drainer_sigterm__returns_its_leases_and_exits_0():
+    """OBX-9."""
     receiver = FakeReceiver()
     receiver.hold = threading.Event()
     try:

@@ -91,6 +91,7 @@ def test_dispatcher_died_between_claim_and_park__dispatch_lost_and_claimed_again
 
 
 def test_dispatcher_died_between_start_and_park__its_sandbox_gets_a_cleanup_obligation(provider):
+    """CLN-1: a sandbox whose attempt never parked."""
     run_id = factories.launch()
     claimed = factories.claim(run_id)
     provider.started[(run_id, claimed.attempt)] = ["orphan-sandbox"]

@@ -79,6 +79,7 @@ def test_synthetic_loss__after_a_real_result__reports_recorded_without_overwriti
 
 
 def test_settle__completed__attempt_run_billing_cleanup_and_fact_in_one_go():
+    """TRM-4 with CLN-1: the settling statement leaves the sandbox's cleanup obligation."""
     parked = factories.parked_run(provider="daytona", routing_domain="org-a")
     answer = factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
     assert answer == {"recorded": True, "settled": True, "runStatus": "completed"}
@@ -143,6 +144,7 @@ def test_ingest__unknown_attempt_404__lease_mismatch_409():
 
 
 def test_recorded_terminals__per_release_lane_with_the_current_suspension():
+    """TRM-7."""
     in_lane = factories.parked_run(launch={"absurdReleaseId": "rel-a"})
     other = factories.parked_run(launch={"absurdReleaseId": "rel-b"})
     for parked in (in_lane, other):
