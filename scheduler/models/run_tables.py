@@ -103,9 +103,10 @@ class Attempt(models.Model):
     created_at = models.DateTimeField(db_default=Now())
     updated_at = models.DateTimeField(db_default=Now())
     finished_at = models.DateTimeField(null=True)
-    # SWP-1: when a parked runner becomes overdue (heartbeat or start, plus its timeout), kept by the park and
-    # heartbeat statements so discovery finds the overdue through an index. Never later than the real deadline:
-    # a writer that does not maintain it leaves it older (or NULL), which only makes a candidate to recheck.
+    # SWP-1: when a parked runner becomes overdue (heartbeat or start, plus its timeout), set by park and moved by
+    # a heartbeat once half a timeout or less remains, so discovery finds the overdue through an index. Never later
+    # than the real deadline: a kept one, or one a writer that does not maintain it left older (or NULL), only makes
+    # a candidate to recheck.
     liveness_deadline = models.DateTimeField(null=True)
 
     class Meta:

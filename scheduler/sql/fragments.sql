@@ -122,6 +122,13 @@ RETURNING event_id
              AND ({suspension} ->> 'heartbeatTimeoutMs')::double precision >= 0
         THEN ({suspension} ->> 'heartbeatTimeoutMs')::double precision * interval '1 millisecond' END)
 
+-- fragment: beat_liveness_deadline(kept, deadline, beat)
+-- SWP-1: what a heartbeat at {beat} keeps in liveness_deadline: the kept deadline while it is still at least half a
+-- timeout away and no later than {deadline} (the beat's own), else the beat's own. A kept deadline changes no indexed
+-- column, so most heartbeats are HOT updates (no index entries); it never passes the true deadline, and discovery
+-- rechecks every candidate with heartbeat_at, so a runner is never judged early and never missed.
+CASE WHEN {kept} BETWEEN {beat} + ({deadline} - {beat}) / 2 AND {deadline} THEN {kept} ELSE {deadline} END
+
 -- fragment: attempt_candidate_columns()
 -- SWP-1: the attempt columns liveness discovery reads, carried by its candidates (no second read of the attempt).
 attempt.run_id, attempt.attempt, attempt.lease_token, attempt.status, attempt.heartbeat_at, attempt.runner_result_json

@@ -121,14 +121,16 @@ WITH locked_run AS MATERIALIZED (
 SELECT EXISTS (SELECT 1 FROM parked_run) AS parked;
 
 -- name: attempts_heartbeat
--- Bump heartbeat_at (and the liveness deadline it implies) only on the current attempt (exact attempt active, run open, no newer attempt, lease matches); report a queued cancel (RUN-4).
+-- Bump heartbeat_at (and the liveness deadline, once half a timeout or less of it remains) only on the current attempt (exact attempt active, run open, no newer attempt, lease matches); report a queued cancel (RUN-4).
 WITH clock AS (
     SELECT clock_timestamp() AS now
 ), bumped AS (
     UPDATE __schema__.attempts AS target
     SET heartbeat_at = greatest(clock.now, target.heartbeat_at + interval '1 microsecond'),
-        liveness_deadline = {{liveness_deadline(run.suspension_json,
-                                                greatest(clock.now, target.heartbeat_at + interval '1 microsecond'))}},
+        liveness_deadline = {{beat_liveness_deadline(
+            target.liveness_deadline,
+            {{liveness_deadline(run.suspension_json, greatest(clock.now, target.heartbeat_at + interval '1 microsecond'))}},
+            greatest(clock.now, target.heartbeat_at + interval '1 microsecond'))}},
         updated_at = now()
     FROM __schema__.runs AS run, clock
     WHERE target.run_id = %(run_id)s::text

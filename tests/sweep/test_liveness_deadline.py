@@ -1,5 +1,6 @@
-"""SWP-1 at the cost of what is stale: attempts.liveness_deadline, kept by park and heartbeat, found by index;
-older writers (NULL or outdated deadlines) and a schema without the column are tolerated."""
+"""SWP-1 at the cost of what is stale: attempts.liveness_deadline, set by park, moved by a heartbeat only when half a
+timeout or less remains, found by index; older writers (NULL or outdated deadlines) and a schema without the column
+are tolerated."""
 
 import datetime as dt
 import json
@@ -24,13 +25,42 @@ def inspected(now=LATER):
     return sorted(row["run_id"] for row in liveness.discover(100, 60_000, None, now) if row["work"] == "inspect")
 
 
-def test_park_and_heartbeat_keep_the_deadline():
+def heartbeat_at(run_id):
+    return one("SELECT heartbeat_at FROM attempts WHERE run_id = %s", [run_id])
+
+
+def hot_updates():
+    """Heap-only (HOT) updates of attempts in this test's transaction: updates that wrote no index entry."""
+    return one("SELECT pg_stat_get_xact_tuples_hot_updated('attempts'::regclass)")
+
+
+def test_park_sets_the_deadline__a_heartbeat_keeps_it_while_half_a_timeout_remains__without_index_entries():
     parked = factories.parked_run(heartbeat_timeout_ms=30_000)
     started = one("SELECT (suspension_json ->> 'startedAtMs')::bigint FROM runs WHERE run_id = %s", [parked.run_id])
-    assert deadline_of(parked.run_id) == dt.datetime.fromtimestamp(started / 1000 + 30, dt.UTC)
+    parked_deadline = dt.datetime.fromtimestamp(started / 1000 + 30, dt.UTC)
+    assert deadline_of(parked.run_id) == parked_deadline
+    before = hot_updates()
     lifecycle.heartbeat(parked.run_id, 1, parked.lease_token)
-    heartbeat = one("SELECT heartbeat_at FROM attempts WHERE run_id = %s", [parked.run_id])
-    assert deadline_of(parked.run_id) == heartbeat + dt.timedelta(seconds=30)
+    assert deadline_of(parked.run_id) == parked_deadline
+    assert hot_updates() == before + 1
+
+
+def test_a_heartbeat_moves_the_deadline__when_less_than_half_a_timeout_remains_or_it_lies_past_the_beats_own():
+    parked = factories.parked_run(heartbeat_timeout_ms=30_000)
+    for kept in ("10 seconds", "1 hour"):
+        query(f"UPDATE attempts SET liveness_deadline = now() + interval '{kept}' WHERE run_id = %s", [parked.run_id])
+        lifecycle.heartbeat(parked.run_id, 1, parked.lease_token)
+        assert deadline_of(parked.run_id) == heartbeat_at(parked.run_id) + dt.timedelta(seconds=30)
+
+
+def test_a_kept_deadline__never_judges_a_runner_early_and_never_misses_it():
+    parked = factories.parked_run(heartbeat_timeout_ms=30_000)
+    lifecycle.heartbeat(parked.run_id, 1, parked.lease_token)
+    kept, overdue = deadline_of(parked.run_id), heartbeat_at(parked.run_id) + dt.timedelta(seconds=30)
+    assert kept < overdue
+    # Past the kept deadline, the index finds the runner; the recheck with heartbeat_at keeps it alive.
+    assert inspected(kept + (overdue - kept) / 2) == []
+    assert inspected(overdue + dt.timedelta(milliseconds=1)) == [parked.run_id]
 
 
 def test_older_writers__a_null_or_outdated_deadline_is_rechecked_never_missed():
