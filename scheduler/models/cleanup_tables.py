@@ -21,7 +21,7 @@ def _tombstone_triggers(table: str) -> list:
         pgtrigger.Trigger(
             name="tombstone_stays_deleted",
             operation=pgtrigger.Update,
-            when=pgtrigger.Before,
+            when=pgtrigger.After,
             condition=pgtrigger.Q(old__status="deleted") & pgtrigger.Q(new__status__df=pgtrigger.F("old__status")),
             func=refuse(f"'{table} row for sandbox % is deleted and cannot return to %', OLD.sandbox_id, NEW.status"),
         ),

@@ -58,7 +58,7 @@ class Run(models.Model):
             pgtrigger.Trigger(
                 name="terminal_run_status_frozen",
                 operation=pgtrigger.Update,
-                when=pgtrigger.Before,
+                when=pgtrigger.After,
                 condition=pgtrigger.Q(old__status__in=TERMINAL_STATUS_VALUES)
                 & pgtrigger.Q(new__status__df=pgtrigger.F("old__status")),
                 func=refuse("'run % is % (terminal) and cannot change status to %', OLD.run_id, OLD.status, NEW.status"),
@@ -120,7 +120,7 @@ class Attempt(models.Model):
             pgtrigger.Trigger(
                 name="finished_attempt_frozen",
                 operation=pgtrigger.Update,
-                when=pgtrigger.Before,
+                when=pgtrigger.After,
                 condition=pgtrigger.Q(old__status__in=("completed", "failed"))
                 & (
                     pgtrigger.Q(new__status__df=pgtrigger.F("old__status"))
@@ -198,7 +198,7 @@ class Receipt(models.Model):
             pgtrigger.Trigger(
                 name="completed_receipt_frozen",
                 operation=pgtrigger.Update,
-                when=pgtrigger.Before,
+                when=pgtrigger.After,
                 condition=pgtrigger.Q(old__status=ReceiptStatus.COMPLETED.value)
                 & (pgtrigger.Q(new__status__df=pgtrigger.F("old__status"))
                    | pgtrigger.Q(new__output_json__df=pgtrigger.F("old__output_json"))),

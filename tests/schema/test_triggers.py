@@ -71,3 +71,27 @@ def test_deleted_cleanup_row__back_to_pending_or_removed__refused(table, extra_c
 def test_pending_cleanup_row__can_be_deleted_status():
     _exec("INSERT INTO sandbox_cleanup_jobs (sandbox_id, run_id, attempt, environment) VALUES ('sb-2', 'r', 1, 'p')")
     _exec("UPDATE sandbox_cleanup_jobs SET status = 'deleted' WHERE sandbox_id = 'sb-2'")
+
+
+def test_a_refused_update__leaves_the_row_as_it_was(finished_run):
+    _refused("UPDATE runs SET status = 'queued', play_name = 'other' WHERE run_id = 'run-t'", "cannot change status")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT status, play_name FROM runs WHERE run_id = 'run-t'")
+        assert cursor.fetchone() == ("completed", "play")
+
+
+GUARDED_UPDATES = {"runs": "terminal_run_status_frozen", "attempts": "finished_attempt_frozen",
+                   "receipts": "completed_receipt_frozen", "sandbox_cleanup_jobs_v2": "tombstone_stays_deleted",
+                   "sandbox_cleanup_jobs": "tombstone_stays_deleted"}
+
+
+def test_update_guards_run_after_the_write__so_an_update_takes_no_extra_row_lock():
+    """A BEFORE row trigger on UPDATE locks each row before its WHEN is read: a tuple lock and a WAL record on every
+    heartbeat, park and settlement. The guards are AFTER triggers (bit 2 of tgtype is BEFORE)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tgrelid::regclass::text, tgname, tgtype & 2 = 2 FROM pg_trigger "
+                       "WHERE NOT tgisinternal AND tgname LIKE ANY (%s)",
+                       [[f"pgtrigger_{name}_%" for name in GUARDED_UPDATES.values()]])
+        timing = {(table.split(".")[-1], name.rsplit("_", 1)[0].removeprefix("pgtrigger_")): before
+                  for table, name, before in cursor.fetchall()}
+    assert timing == {(table, name): False for table, name in GUARDED_UPDATES.items()}
