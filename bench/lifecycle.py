@@ -188,6 +188,7 @@ def bench_http_terminal(bench_url: str, count: int, clients: int = 16) -> tuple[
     from scheduler.runs.tokens import mint_runner_token
 
     parked = seed_parked(count, f"http-{clients}-")
+    harness.quiesce(bench_url)
     port = free_port()
     env = dict(os.environ, DATABASE_URL=bench_url, SCHEDULER_WEB_WORKERS="2", SCHEDULER_WEB_THREADS="8",
                CONN_MAX_AGE="60", SECRET_KEY=os.environ["SECRET_KEY"])
