@@ -79,7 +79,8 @@ def quiesce(url: str) -> None:
     Why: the phases before it (bulk seeding, tens of thousands of settlements) leave dead tuples for autovacuum
     and WAL for the next checkpoint, and on 2 cores that maintenance landed inside whichever measurement came
     next: the terminal latency after the settlement and cycle phases had p99 24-29 ms where the same requests
-    on a settled server had 20-23 ms (five runs against three). CHECKPOINT needs the pg_checkpoint role; without it only the vacuum runs.
+    on a settled server had 20-23 ms (five runs against three). CHECKPOINT needs the pg_checkpoint role;
+    without it only the vacuum runs.
     """
     import psycopg
 
