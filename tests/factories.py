@@ -67,6 +67,11 @@ def one(sql: str, params=None):
     return rows[0][0] if len(rows[0]) == 1 else rows[0]
 
 
+def heartbeat_at(run_id: str, attempt: int = 1):
+    """The attempt's last liveness fact (None before its first heartbeat)."""
+    return one("SELECT heartbeat_at FROM attempts WHERE run_id = %s AND attempt = %s", [run_id, attempt])
+
+
 def loads(value):
     return json.loads(value) if isinstance(value, str) else value
 

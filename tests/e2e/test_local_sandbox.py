@@ -10,14 +10,10 @@ from scheduler.runs import dispatch, lifecycle
 from scheduler.providers.local import reap_children
 from scheduler.runs import liveness
 from tests import factories
-from tests.factories import one, query
+from tests.factories import heartbeat_at, one, query
 from tests.support import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def heartbeat_at(run_id, attempt):
-    return one("SELECT heartbeat_at FROM attempts WHERE run_id = %s AND attempt = %s", [run_id, attempt])
 
 
 def test_runner_killed__runner_lost_once__attempt_two_completes(local_sandboxes):

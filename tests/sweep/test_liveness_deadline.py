@@ -10,7 +10,7 @@ from django.db import connection
 
 from scheduler.runs import lifecycle, liveness
 from tests import factories
-from tests.factories import one, query
+from tests.factories import heartbeat_at, one, query
 from tests.support import generic_plan
 
 pytestmark = pytest.mark.django_db
@@ -23,10 +23,6 @@ def deadline_of(run_id):
 
 def inspected(now=LATER):
     return sorted(row["run_id"] for row in liveness.discover(100, 60_000, None, now) if row["work"] == "inspect")
-
-
-def heartbeat_at(run_id):
-    return one("SELECT heartbeat_at FROM attempts WHERE run_id = %s", [run_id])
 
 
 def hot_updates():
