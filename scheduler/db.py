@@ -74,12 +74,20 @@ def _use_plan_mode(cursor, wanted: str) -> None:
         _plan_modes[cursor.connection] = wanted
 
 
-def _plan_mode(name: str) -> str | None:
-    """The plan_cache_mode block `name` runs under; None when it is not prepared (the mode then means nothing)."""
+def _plan(name: str) -> tuple[bool, str | None]:
+    """(whether block `name` is prepared, the plan_cache_mode it runs under; None: the session's, left as it is).
+
+    A `custom` block is sent unprepared, so PostgreSQL plans it with this call's values, but only while the
+    session does not force generic plans: a `generic` block before it on the connection leaves the session in
+    force_generic_plan, and under that even an unprepared statement is planned without its values.
+    """
+    if not scheduler_settings.prepare_statements:
+        return False, None
+    configured = scheduler_settings.plan_cache_mode
     mark = sql.plan_mark(name)
-    if not scheduler_settings.prepare_statements or mark == "custom":
-        return None
-    return "force_generic_plan" if mark == "generic" else scheduler_settings.plan_cache_mode
+    if mark == "custom":
+        return False, configured if configured != "force_generic_plan" else "force_custom_plan"
+    return True, "force_generic_plan" if mark == "generic" else configured
 
 
 def _execute(cursor, name: str, text: str, arguments: list[Any], timeout_ms: int | None, *,
@@ -128,7 +136,7 @@ def run(
     # connection the server has closed (CONN_HEALTH_CHECKS), then (re)connect.
     connection.close_if_health_check_failed()
     connection.ensure_connection()
-    mode = _plan_mode(name)
+    prepare, mode = _plan(name)
     # Behind a pooler a statement's own mode lasts its transaction; a direct connection keeps a session switch.
     behind_pooler = pooled(connection)
     local_mode = mode if behind_pooler and mode != scheduler_settings.plan_cache_mode else None
@@ -140,7 +148,7 @@ def run(
         # needs; Django's own cursors interpolate client-side.
         with psycopg.RawCursor(connection.connection) as cursor:
             try:
-                return _execute(cursor, name, text, arguments, timeout_ms, prepare=mode is not None,
+                return _execute(cursor, name, text, arguments, timeout_ms, prepare=prepare,
                                 session_mode=session_mode, local_mode=local_mode, reset_mode=reset_mode)
             except psycopg.Error:
                 # As Django's error wrapper would: the end of the request or tick

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -140,3 +141,26 @@ def generic_plan(name: str, params: dict | None = None, *, analyze: bool = False
         plan = "\n".join(row[0] for row in cursor.fetchall())
         cursor.execute("DEALLOCATE plan_check")
     return plan
+
+
+@contextlib.contextmanager
+def logged_plans(*, analyze: bool = False):
+    """The plans of the statements run on Django's connection inside the block, as auto_explain sends them to this
+    client (with `analyze`, with actual rows): what the scheduler's own calls were planned as."""
+    connection.ensure_connection()
+    raw, plans = connection.connection, []
+
+    def keep(notice):
+        plans.append(notice.message_primary or "")
+
+    raw.add_notice_handler(keep)
+    raw.execute("LOAD 'auto_explain'")
+    raw.execute("SELECT set_config('auto_explain.log_min_duration', '0', false),"
+                " set_config('auto_explain.log_analyze', %s, false), set_config('client_min_messages', 'log', false)",
+                ["on" if analyze else "off"])
+    try:
+        yield plans
+    finally:
+        raw.execute("SELECT set_config('auto_explain.log_min_duration', '-1', false),"
+                    " set_config('client_min_messages', 'notice', false)")
+        raw.remove_notice_handler(keep)

@@ -5,7 +5,7 @@ import pytest
 
 from scheduler import db
 from tests import factories
-from tests.support import connect
+from tests.support import connect, logged_plans
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -52,6 +52,21 @@ def test_generic_plan_mark__the_statement_never_replans_and_others_keep_the_conf
     with connection.cursor() as cursor:
         cursor.execute("SELECT current_setting('plan_cache_mode')")
         assert cursor.fetchone()[0] == "auto"
+
+
+def test_custom_plan_mark__planned_with_its_values_even_after_a_generic_statement():
+    """A `generic` block leaves the session in force_generic_plan; the drainer's listing (`plan: custom`) run next
+    on that connection must still be planned with its values, not as the generic plan its SQL warns about."""
+    from scheduler.kinds import HeadPriority, Lane
+    from scheduler.outbox import claims
+    from scheduler.runs import lifecycle
+
+    factories.launch()
+    lifecycle.claim_queued_runs(1)  # runs_claim_queued: plan: generic
+    with logged_plans() as plans:
+        claims.list_ready_runs(Lane.LEDGER, HeadPriority.ADMISSION_FIRST, 8)
+    conditions = [line.strip() for plan in plans for line in plan.splitlines() if "Index Cond: (lane = " in line]
+    assert conditions and all("'ledger'::text" in line for line in conditions), "\n".join(plans)
 
 
 def test_a_connection_the_server_closed__the_next_tick_reconnects():
