@@ -241,6 +241,12 @@ item AS (
     )
 )
 
+-- fragment: receipt_keys(receipt)
+-- RCP-1: the call's keys as one index condition beside the join on item.key. Joined only through item, the generic
+-- plan (made for about ten items and a few receipts a run) read every receipt of the run and hashed them: a play's
+-- step then cost as much as its run's steps so far (5,000 receipts read per call on a long run).
+{receipt}.key = ANY (%(keys)s::text[])
+
 -- fragment: receipt_upsert(source, columns, assigned)
 -- RCP-1: write receipts the caller may take (rows from `source`, in key order so batches lock alike); a missing key
 -- is inserted, an existing one updated only when receipt_claimable says so (the row is locked, then re-checked).
@@ -255,12 +261,14 @@ RETURNING receipt.key, receipt.status, receipt.lease_id, receipt.lease_expires_a
 
 -- fragment: receipt_held(columns, assigned)
 -- RCP-1: change the receipts the caller still holds: running, its lease id, its attempt (a lease another claim took
--- over, or a completed receipt, is left alone: first write wins).
+-- over, or a completed receipt, is left alone: first write wins). The keys again as an array, so the generic plan
+-- probes the key index for exactly them (receipt_keys) instead of reading all of the run's receipts.
 UPDATE __schema__.receipts AS receipt
 SET {columns} = {assigned}
 FROM item, fence
 WHERE receipt.run_id = fence.run_id
   AND receipt.key = item.key
+  AND {{receipt_keys(receipt)}}
   AND receipt.status = 'running'
   AND receipt.lease_id = item.lease_id
   AND receipt.run_attempt = %(attempt)s::integer
@@ -285,5 +293,6 @@ SELECT item.position, item.key,
        CASE WHEN {written}.key IS NOT NULL THEN {written}.error_json ELSE existing.error_json END AS error
 FROM item
 LEFT JOIN {written} ON {written}.key = item.key
-LEFT JOIN __schema__.receipts AS existing ON existing.run_id = %(run_id)s::text AND existing.key = item.key
+LEFT JOIN __schema__.receipts AS existing
+    ON existing.run_id = %(run_id)s::text AND existing.key = item.key AND {{receipt_keys(existing)}}
 ORDER BY item.position
