@@ -34,7 +34,7 @@ item AS (
 ), held AS (
     {{receipt_held(
         (status, output_json, error_json, lease_id, lease_expires_at, updated_at),
-        ('completed', item.output, NULL, NULL, NULL, now())
+        ('completed', {{receipt_item(outputs, jsonb)}}, NULL, NULL, NULL, now())
     )}}
 ), cached AS (
     {{receipt_upsert(
@@ -59,7 +59,7 @@ item AS (
 ), written AS (
     {{receipt_held(
         (status, error_json, lease_id, lease_expires_at, updated_at),
-        ('failed', item.error, NULL, NULL, now())
+        ('failed', {{receipt_item(errors, jsonb)}}, NULL, NULL, now())
     )}}
 )
 {{receipt_answer(written, false)}};
