@@ -3,9 +3,8 @@
 A play claims a receipt per step key; a completed receipt hands its output to
 every later claim, so a retried attempt skips what an earlier one finished.
 Each call is one statement in sql/receipts.sql taking a batch of keys (a
-single call is a batch of one; a large batch that changes held receipts,
-several in one transaction), fenced there on the caller's run being open and its attempt,
-with its lease token, being current. Keys in the
+single call is a batch of one), fenced there on the caller's run being open
+and its attempt, with its lease token, being current. Keys in the
 scheduler's own namespace (`sys:`) are refused here, every key before any
 statement runs (RCP-2); reads see them.
 """
@@ -17,8 +16,6 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from django.db import transaction
-
 from scheduler import db, validation
 from scheduler.errors import Conflict, InvalidInput
 from scheduler.kinds import RECEIPT_KEY_RESERVED_PREFIX, ReceiptOutcome, ReceiptStatus
@@ -27,12 +24,6 @@ MAX_BATCH = 1000
 MAX_KEY_LENGTH = 512
 LEASE_MS = (1_000, 86_400_000)
 DEFAULT_LEASE_MS = 60_000
-# A larger call of a statement that changes held receipts runs as statements of at most this many keys in one
-# transaction: its answer matches the keys to the receipts it changed by comparing every pair (PostgreSQL costs
-# that join for one changed receipt). 1,000 keys: 77 ms to complete in one statement, 30 ms in eight. Claims and
-# declarations answer through a hash join, and stay one statement.
-STATEMENT_KEYS = 128
-_PAIRWISE = frozenset({"receipts_complete", "receipts_fail", "receipts_release", "receipts_skip", "receipts_heartbeat"})
 
 
 class AttemptNotCurrent(Conflict):
@@ -133,31 +124,6 @@ def _outcome(statement: str, row: dict, item: Item) -> ReceiptOutcome:
 
 
 def _call(statement: str, caller: Caller, items: list[Item], **params) -> list[ReceiptAnswer]:
-    """One statement, or for more than STATEMENT_KEYS items of a _PAIRWISE statement, even chunks of the items
-    in key order in one transaction.
-
-    The chunks take the keys in key order, as one statement would lock them, and the first holds the run lock
-    (the fence's share lock) until the transaction ends, so the whole call still succeeds or fails as one.
-    """
-    if len(items) <= STATEMENT_KEYS or statement not in _PAIRWISE:
-        return _statement(statement, caller, items, **params)
-    order = sorted(range(len(items)), key=lambda index: items[index].key)
-    chunks = -(-len(items) // STATEMENT_KEYS)
-    size = -(-len(items) // chunks)
-    answers: list[ReceiptAnswer | None] = [None] * len(items)
-    with transaction.atomic():
-        for start in range(0, len(order), size):
-            chunk = order[start:start + size]
-            # Per-item parameters (lease ids, outputs, errors) are lists in the items' order; the rest are scalars.
-            chunk_params = {name: [value[index] for index in chunk] if isinstance(value, list) else value
-                            for name, value in params.items()}
-            for index, answer in zip(chunk, _statement(statement, caller, [items[index] for index in chunk],
-                                                       **chunk_params)):
-                answers[index] = answer
-    return answers
-
-
-def _statement(statement: str, caller: Caller, items: list[Item], **params) -> list[ReceiptAnswer]:
     rows = db.fetch_all(statement, {
         "run_id": caller.run_id, "attempt": caller.attempt, "lease_token": caller.lease_token,
         "keys": [item.key for item in items], **params,

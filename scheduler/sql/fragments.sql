@@ -242,9 +242,8 @@ item AS (
 )
 
 -- fragment: receipt_keys(receipt)
--- RCP-1: the call's keys as one index condition. Reached only through a join with the item list, the generic plan
--- (made for about ten items and a few receipts a run) read every receipt of the run and hashed them: a play's step
--- then cost as much as its run's steps so far (5,000 receipts read per call on a long run).
+-- RCP-1: the call's keys as an index condition. Reached only through the item list, the generic plan read every
+-- receipt of the run (5,000 per call on a long play) and hashed them.
 {receipt}.key = ANY (%(keys)s::text[])
 
 -- fragment: receipt_upsert(source, columns, assigned)
@@ -261,9 +260,8 @@ RETURNING receipt.key, receipt.status, receipt.lease_id, receipt.lease_expires_a
 
 -- fragment: receipt_held(columns, assigned)
 -- RCP-1: change the receipts the caller still holds: running, its lease id, its attempt (a lease another claim took
--- over, or a completed receipt, is left alone: first write wins). A receipt finds its own item's values by its key's
--- place in the call's arrays (receipt_item), not by a join: PostgreSQL costs a join with the item list for about
--- ten items and one held receipt, and compared every pair (100 keys: 10,000 comparisons; 1,000 keys: 198 ms).
+-- over, or a completed receipt, is left alone: first write wins). Each finds its item by position (receipt_item):
+-- a join with the item list, costed for one held receipt, compared every pair (1,000 keys: 190 ms with it, 77 without).
 UPDATE __schema__.receipts AS receipt
 SET {columns} = {assigned}
 FROM fence

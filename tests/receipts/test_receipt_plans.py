@@ -1,5 +1,5 @@
-"""RCP-1 at scale: a receipt call costs what its own keys cost, not what its run's earlier steps or its batch's
-other keys cost."""
+"""RCP-1 at scale: a receipt call reads only its own keys' receipts, however many steps its run has, and a held
+receipt finds its item without being compared with every other."""
 
 import pytest
 from django.db import connection
@@ -88,26 +88,6 @@ def test_a_held_receipt_finds_its_item_by_position_not_by_a_join(name):
     assert not [line for line in subtree if "on item" in line], "\n".join(subtree)
 
 
-def test_a_large_completion_runs_as_statements_of_at_most_statement_keys_in_key_order(parked, monkeypatch):
-    """Its answer still matches keys to the receipts it changed pair by pair: 1,000 keys took 77 ms to complete in
-    one statement, 30 ms in eight."""
-    caller = caller_of(parked)
-    keys = [f"batch-{(number * 7919) % 300:03d}" for number in range(300)]
-    claimed = receipts.claim(caller, keys)
-    chunks = []
-    real = receipts._statement
-
-    def recorded(statement, caller, items, **params):
-        chunks.append([item.key for item in items])
-        return real(statement, caller, items, **params)
-
-    monkeypatch.setattr(receipts, "_statement", recorded)
-    done = receipts.complete(caller, [receipts.Item(answer.key, answer.lease_id, {"n": 1}) for answer in claimed])
-    assert all(answer.changed for answer in done)
-    assert [len(chunk) for chunk in chunks] == [100, 100, 100]
-    assert sum(chunks, []) == sorted(keys)
-
-
 def test_a_large_call_answers_in_the_order_it_was_asked(parked):
     caller = caller_of(parked)
     keys = [f"key-{(number * 7919) % 1000:04d}" for number in range(1000)]  # every key once, out of order
@@ -119,23 +99,3 @@ def test_a_large_call_answers_in_the_order_it_was_asked(parked):
     assert [answer.key for answer in done] == keys and all(answer.changed for answer in done)
     stored = {row["key"]: row["output"] for row in receipts.receipts_of(parked.run_id)}
     assert stored == outputs
-
-
-def test_a_large_call_is_all_or_nothing(parked, monkeypatch):
-    """A statement of the call failing undoes the statements before it: the chunks share one transaction."""
-    caller = caller_of(parked)
-    claimed = receipts.claim(caller, [f"step-{number}" for number in range(receipts.STATEMENT_KEYS * 2 + 1)])
-    statements = []
-    real = receipts._statement
-
-    def second_fails(*args, **kwargs):
-        statements.append(args[0])
-        if len(statements) == 2:
-            raise RuntimeError("the second statement failed")
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(receipts, "_statement", second_fails)
-    with pytest.raises(RuntimeError):
-        receipts.complete(caller, [receipts.Item(answer.key, answer.lease_id, {"n": 1}) for answer in claimed])
-    assert statements == ["receipts_complete", "receipts_complete"]
-    assert {row["status"] for row in receipts.receipts_of(parked.run_id)} == {"running"}
