@@ -63,15 +63,11 @@ def _arguments(name: str, names: tuple[str, ...], params: dict[str, Any]) -> lis
 _plan_modes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _use_plan_mode(cursor, wanted: str) -> None:
-    """Switch the session's plan_cache_mode only when it differs: one round trip per change.
-
-    A rolled-back transaction may undo a switch unseen; that costs speed, never
-    correctness (the mode never changes a result).
-    """
-    if _plan_modes.get(cursor.connection, scheduler_settings.plan_cache_mode) != wanted:
-        cursor.execute("SELECT set_config('plan_cache_mode', $1, false)", [wanted])
-        _plan_modes[cursor.connection] = wanted
+def _switch_plan_mode(cursor, wanted: str | None) -> str | None:
+    """The session plan_cache_mode to switch to before the next statement; None when it is already `wanted`."""
+    if wanted is None or _plan_modes.get(cursor.connection, scheduler_settings.plan_cache_mode) == wanted:
+        return None
+    return wanted
 
 
 def _plan(name: str) -> tuple[bool, str | None]:
@@ -98,9 +94,16 @@ def _execute(cursor, name: str, text: str, arguments: list[Any], timeout_ms: int
             cursor.execute("SELECT set_config('statement_timeout', $1, true)", [f"{int(timeout_ms)}ms"])
         if local_mode is not None:
             cursor.execute("SELECT set_config('plan_cache_mode', $1, true)", [local_mode])
-        elif session_mode is not None:
-            _use_plan_mode(cursor, session_mode)
-        cursor.execute(text, arguments, prepare=prepare)
+        switch = None if local_mode is not None else _switch_plan_mode(cursor, session_mode)
+        # A session switch travels in one pipeline with the statement: no round trip of its own.
+        with cursor.connection.pipeline() if switch else contextlib.nullcontext():
+            if switch:
+                cursor.execute("SELECT set_config('plan_cache_mode', $1, false)", [switch])
+            cursor.execute(text, arguments, prepare=prepare)
+        if switch:
+            # Recorded once the statement succeeded: a failure may have rolled the switch back with it, and a
+            # mode believed switched that is not would plan the next custom block generically.
+            _plan_modes[cursor.connection] = switch
         rows = [] if cursor.description is None else _dict_rows(cursor.description, cursor.fetchall())
         rowcount = cursor.rowcount
         if reset_mode:

@@ -69,6 +69,23 @@ def test_custom_plan_mark__planned_with_its_values_even_after_a_generic_statemen
     assert conditions and all("'ledger'::text" in line for line in conditions), "\n".join(plans)
 
 
+def test_custom_plan_mark__a_switch_that_failed_with_its_statement_is_made_again():
+    """The switch back travels in one pipeline with the custom block; when the block fails, the switch rolls back
+    with it, so the runner must not believe it made: the next custom block switches again."""
+    from scheduler.kinds import HeadPriority, Lane
+    from scheduler.outbox import claims
+    from scheduler.runs import lifecycle
+
+    factories.launch()
+    lifecycle.claim_queued_runs(1)  # runs_claim_queued: plan: generic
+    with pytest.raises(psycopg.errors.InvalidRowCountInLimitClause):
+        db.fetch_all("attempts_list_expired_claims", {"limit": -1, "now": None})  # plan: custom, fails
+    with logged_plans() as plans:
+        claims.list_ready_runs(Lane.LEDGER, HeadPriority.ADMISSION_FIRST, 8)
+    conditions = [line.strip() for plan in plans for line in plan.splitlines() if "Index Cond: (lane = " in line]
+    assert conditions and all("'ledger'::text" in line for line in conditions), "\n".join(plans)
+
+
 def test_a_connection_the_server_closed__the_next_tick_reconnects():
     from django.db import close_old_connections, connection
 
