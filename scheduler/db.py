@@ -94,7 +94,7 @@ def _execute(cursor, name: str, text: str, arguments: list[Any], timeout_ms: int
             cursor.execute("SELECT set_config('statement_timeout', $1, true)", [f"{int(timeout_ms)}ms"])
         if local_mode is not None:
             cursor.execute("SELECT set_config('plan_cache_mode', $1, true)", [local_mode])
-        switch = None if local_mode is not None else _switch_plan_mode(cursor, session_mode)
+        switch = _switch_plan_mode(cursor, session_mode)
         # A session switch travels in one pipeline with the statement: no round trip of its own.
         with cursor.connection.pipeline() if switch else contextlib.nullcontext():
             if switch:

@@ -54,36 +54,37 @@ def test_generic_plan_mark__the_statement_never_replans_and_others_keep_the_conf
         assert cursor.fetchone()[0] == "auto"
 
 
-def test_custom_plan_mark__planned_with_its_values_even_after_a_generic_statement():
-    """A `generic` block leaves the session in force_generic_plan; the drainer's listing (`plan: custom`) run next
-    on that connection must still be planned with its values, not as the generic plan its SQL warns about."""
+def assert_listing_planned_with_its_values() -> None:
+    """The drainers' listing (`plan: custom`), run now on Django's connection, is planned with its lane's value."""
     from scheduler.kinds import HeadPriority, Lane
     from scheduler.outbox import claims
-    from scheduler.runs import lifecycle
 
-    factories.launch()
-    lifecycle.claim_queued_runs(1)  # runs_claim_queued: plan: generic
     with logged_plans() as plans:
         claims.list_ready_runs(Lane.LEDGER, HeadPriority.ADMISSION_FIRST, 8)
     conditions = [line.strip() for plan in plans for line in plan.splitlines() if "Index Cond: (lane = " in line]
     assert conditions and all("'ledger'::text" in line for line in conditions), "\n".join(plans)
 
 
+def test_custom_plan_mark__planned_with_its_values_even_after_a_generic_statement():
+    """A `generic` block leaves the session in force_generic_plan; the drainer's listing (`plan: custom`) run next
+    on that connection must still be planned with its values, not as the generic plan its SQL warns about."""
+    from scheduler.runs import lifecycle
+
+    factories.launch()
+    lifecycle.claim_queued_runs(1)  # runs_claim_queued: plan: generic
+    assert_listing_planned_with_its_values()
+
+
 def test_custom_plan_mark__a_switch_that_failed_with_its_statement_is_made_again():
     """The switch back travels in one pipeline with the custom block; when the block fails, the switch rolls back
     with it, so the runner must not believe it made: the next custom block switches again."""
-    from scheduler.kinds import HeadPriority, Lane
-    from scheduler.outbox import claims
     from scheduler.runs import lifecycle
 
     factories.launch()
     lifecycle.claim_queued_runs(1)  # runs_claim_queued: plan: generic
     with pytest.raises(psycopg.errors.InvalidRowCountInLimitClause):
         db.fetch_all("attempts_list_expired_claims", {"limit": -1, "now": None})  # plan: custom, fails
-    with logged_plans() as plans:
-        claims.list_ready_runs(Lane.LEDGER, HeadPriority.ADMISSION_FIRST, 8)
-    conditions = [line.strip() for plan in plans for line in plan.splitlines() if "Index Cond: (lane = " in line]
-    assert conditions and all("'ledger'::text" in line for line in conditions), "\n".join(plans)
+    assert_listing_planned_with_its_values()
 
 
 def test_a_connection_the_server_closed__the_next_tick_reconnects():
