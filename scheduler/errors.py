@@ -1,14 +1,15 @@
-"""Errors the scheduler raises on purpose, each with an HTTP status and a code.
+"""Errors the scheduler raises on purpose, each with a code and a message that never carries a secret.
 
-The API turns them into `{error, message}` JSON; commands print the message
-as one line and exit non-zero. Messages never carry secrets.
+They say what went wrong in the domain's words, not how a transport answers:
+the API maps each kind to its HTTP status (api/http.py) and turns it into
+`{error, message, field}` JSON; commands print the message as one line and
+exit non-zero.
 """
 
 
 class SchedulerError(Exception):
     """`field` is the JSON path of the offending value (`input.items[3].name`), when one value is to blame."""
 
-    status = 400
     code = "invalid_request"
 
     def __init__(self, message: str, code: str | None = None, *, field: str | None = None):
@@ -20,22 +21,18 @@ class SchedulerError(Exception):
 
 
 class InvalidInput(SchedulerError):
-    status = 400
     code = "invalid_input"
 
 
 class Unauthorized(SchedulerError):
-    status = 401
     code = "unauthorized"
 
 
 class NotFound(SchedulerError):
-    status = 404
     code = "not_found"
 
 
 class Conflict(SchedulerError):
-    status = 409
     code = "conflict"
 
 
@@ -52,5 +49,4 @@ class LeaseMismatch(Conflict):
 
 
 class PayloadTooLarge(SchedulerError):
-    status = 413
     code = "payload_too_large"

@@ -25,30 +25,19 @@ import signal
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Callable
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import close_old_connections, connections
 
 from scheduler import observability
+from scheduler.faults import describe
+from scheduler.tick import Tick
 
 # Errors no retry can fix: the loop ends with a non-zero exit code.
 FATAL = (ImproperlyConfigured,)
 FAULT_BACKOFF_BASE_S = 0.5
 FAULT_BACKOFF_CAP_S = 30.0
-
-
-@dataclass
-class Tick:
-    counts: dict[str, int] = field(default_factory=dict)
-    again: bool = False  # the batch was full: go again without sleeping
-
-
-def backoff_ms(failures: int, base_ms: float, cap_ms: float) -> float:
-    """Exponential backoff with full jitter: uniform in [base, min(cap, base * 2^failures)]."""
-    ceiling = min(cap_ms, base_ms * (2 ** max(0, failures)))
-    return random.uniform(min(base_ms, ceiling), ceiling)
 
 
 def lease_owner(*parts: str) -> str:
@@ -161,19 +150,6 @@ class Loop:
         if busy:
             self.logger.info("%s tick %s", self.name, " ".join(f"{k}={v}" for k, v in sorted(busy.items())))
         return tick
-
-
-def describe(error: BaseException) -> str:
-    """One line: the error's class, the statement it ran in (db.py adds it as a note), its first message line.
-
-    Messages of database and HTTP errors never carry launch secrets (they are
-    redacted where they are raised); the note names the statement, never its
-    parameters.
-    """
-    notes = [note for note in getattr(error, "__notes__", ()) if note.startswith("in SQL statement")]
-    first_line = (str(error).strip().splitlines() or [""])[0][:300]
-    where = f" ({notes[0]})" if notes else ""
-    return f"{type(error).__module__}.{type(error).__qualname__}{where}: {first_line}"
 
 
 def _drop_connections() -> None:

@@ -18,8 +18,8 @@ from django.views.decorators.csrf import csrf_exempt
 
 from scheduler.conf import scheduler_settings
 from scheduler import validation
-from scheduler.errors import InvalidInput, NotFound, PayloadTooLarge, SchedulerError
-from scheduler.loop import describe
+from scheduler.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge, SchedulerError, Unauthorized
+from scheduler.faults import describe
 
 # The database cannot be reached (down, restarting, connection lost): the client may retry.
 UNAVAILABLE = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
@@ -27,8 +27,17 @@ UNAVAILABLE = (OperationalError, InterfaceError, psycopg.OperationalError, psyco
 logger = logging.getLogger("scheduler.api")
 
 
+# Each domain error's HTTP answer (the most specific class listed wins); any other SchedulerError is a 400.
+STATUSES = ((PayloadTooLarge, 413), (NotFound, 404), (Unauthorized, 401), (Conflict, 409), (InvalidInput, 400))
+
+
+def status_of(error: SchedulerError) -> int:
+    return next((status for kind, status in STATUSES if isinstance(error, kind)), 400)
+
+
 def error_response(error: SchedulerError) -> JsonResponse:
-    return JsonResponse({"error": error.code, "message": error.message, "field": error.field}, status=error.status)
+    return JsonResponse({"error": error.code, "message": error.message, "field": error.field},
+                        status=status_of(error))
 
 
 def json_body(request, *, optional: bool = False) -> dict:
@@ -97,8 +106,6 @@ def api_view(*methods: str):
             try:
                 return view(request, *args, **kwargs)
             except SchedulerError as error:
-                if error.status >= 500:
-                    logger.error("api %s %s: %s", request.method, request.path, error.code)
                 return error_response(error)
             except UNAVAILABLE as error:
                 logger.warning("api %s %s: database unavailable: %s", request.method, request.path, describe(error))

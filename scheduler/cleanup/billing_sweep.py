@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from scheduler import messages
 from scheduler.cleanup import billing
-from scheduler.loop import Tick
+from scheduler.tick import Tick
 
 logger = logging.getLogger("scheduler.billing")
 

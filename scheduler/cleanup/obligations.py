@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass
 
 from scheduler import db, messages
-from scheduler.loop import backoff_ms
+from scheduler.faults import backoff_ms
 
 
 @dataclass(frozen=True)
@@ -66,20 +66,6 @@ def record_event(job: Job, event_type: str, details: dict) -> None:
         **job.identity(), "event_id": job.event_id(event_type),
         "event_type": event_type, "details": json.dumps(details),
     })
-
-
-@dataclass(frozen=True)
-class Acceptance:
-    """CLN-5: when the provider first took the delete (epoch ms) and for which organization."""
-
-    accepted_at_ms: int
-    organization_id: str | None
-
-
-def read_acceptance(job: Job) -> Acceptance | None:
-    """CLN-5: the first acceptance of this job's delete, or None."""
-    row = db.fetch_one("sandbox_cleanup_read_acceptance", job.identity())
-    return None if row is None else Acceptance(row["accepted_at_ms"], row["organization_id"])
 
 
 def complete(job: Job, lease_owner: str, provider_outcome: str, observed_routing_domain: str | None = None) -> str:

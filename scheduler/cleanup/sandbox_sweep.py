@@ -18,7 +18,7 @@ from scheduler import observability
 from scheduler.cleanup import obligations
 from scheduler.conf import scheduler_settings
 from scheduler.kinds import CleanupStatus
-from scheduler.loop import Tick
+from scheduler.tick import Tick
 from scheduler.providers import DeleteOutcome, ProviderError, ReadBack, SandboxRef, get_provider
 
 logger = logging.getLogger("scheduler.sweep.cleanup")

@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
+import threading
 from typing import Callable
 
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
 from scheduler.conf import scheduler_settings
-from scheduler.loop import Loop, Tick, arm_wake_signal, listen
+from scheduler.loop import Loop, arm_wake_signal, listen, run_together
+from scheduler.tick import Tick
 
 
 def integer(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
@@ -101,12 +103,22 @@ class LoopCommand(SchedulerCommand):
                  wake_signal: str | None = None, finish: Callable[[], object] | None = None) -> None:
         """Run one Loop; with `wake_signal`, it arms that signal when idle and a NOTIFY on the signal's channel
         (<schema>_<signal>) ends its idle wait at once; `finish` runs at its end."""
+        self.run_workers([(self.loop_name, tick, finish)], options, logger, wake_signal=wake_signal)
+
+    def run_workers(self, workers: list[tuple[str, Callable[[], Tick | dict], Callable[[], object] | None]],
+                    options: dict, logger: logging.Logger, *, wake_signal: str | None = None) -> None:
+        """Run (name, tick, finish) workers, one Loop each on its own thread (one alone on this thread), sharing
+        one stop and one wake event: a signal stops them all; a NOTIFY wakes them all."""
         listening = wake_signal is not None and not options["once"]
-        loop = Loop(self.loop_name, tick, interval=options["interval"], once=options["once"], logger=logger,
-                    finish=finish, arm=functools.partial(arm_wake_signal, wake_signal) if listening else None)
+        stopping, wake = threading.Event(), threading.Event()
+        loops = [Loop(name, tick, interval=options["interval"], once=options["once"], logger=logger,
+                      stopping=stopping, wake=wake, finish=finish,
+                      arm=functools.partial(arm_wake_signal, wake_signal) if listening else None)
+                 for name, tick, finish in workers]
         if listening:
-            listen(f"{scheduler_settings.schema}_{wake_signal}", loop.stopping, loop.wake, logger)
-        self.exit_with(loop.run)
+            listen(f"{scheduler_settings.schema}_{wake_signal}", stopping, wake, logger)
+        self.stopping = stopping
+        self.exit_with(loops[0].run if len(loops) == 1 else lambda: run_together(loops, self.loop_name, logger))
 
     def exit_with(self, run: Callable[[], int]) -> None:
         """Run a loop: a configuration error is one line and exit 2; a loop that gave up exits with its code."""

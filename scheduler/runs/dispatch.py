@@ -24,11 +24,12 @@ from django.db import connection, connections
 
 from scheduler import db
 from scheduler.conf import PROJECT_DIR, scheduler_settings
-from scheduler.kinds import FailureCode, Provider, ResultStatus, values
-from scheduler.loop import Tick, describe
+from scheduler.kinds import FailureCode, ResultStatus
+from scheduler.faults import describe
+from scheduler.tick import Tick
 from scheduler.providers import ProviderError, get_provider, sandbox_placement
 from scheduler.providers.base import StartRequest
-from scheduler.runs import lifecycle, settlement
+from scheduler.runs import launch_rules, lifecycle, settlement
 from scheduler.runs.tokens import mint_runner_token
 
 logger = logging.getLogger("scheduler.dispatch")
@@ -42,30 +43,6 @@ class DispatchTick:
     def as_tick(self, limit: int) -> Tick:
         """A tick that claimed its whole limit goes again at once: the queue may hold more."""
         return Tick(self.counts, again=self.counts["claimed"] >= limit)
-
-
-def launch_problem(launch: dict) -> str | None:
-    """What in a claimed launch the dispatcher cannot start, naming the field; None when it can.
-
-    The API refuses such launches up front; this guard keeps one that got in
-    anyway (an older release, a hand-written row) from ending the dispatcher.
-    """
-    timeout = launch.get("heartbeatTimeoutMs")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 1):
-        return "launch.heartbeatTimeoutMs must be a positive integer (milliseconds)"
-    provider = launch.get("sandboxProvider")
-    if provider is not None and provider not in values(Provider):
-        return f"launch.sandboxProvider must be one of {', '.join(values(Provider))}"
-    for key in ("runnerApiUrl", "routingDomain"):
-        if launch.get(key) is not None and not isinstance(launch[key], str):
-            return f"launch.{key} must be a string"
-    play = launch.get("play")
-    if play is not None and not (isinstance(play, dict) and (
-            isinstance(play.get("callable"), str)
-            or (isinstance(play.get("command"), list) and play["command"]
-                and all(isinstance(part, str) for part in play["command"])))):
-        return 'launch.play must be {"callable": "module:function"} or {"command": ["program", ...]}'
-    return None
 
 
 def refuse_launch(claim: lifecycle.Claim, problem: str, result: DispatchTick) -> None:
@@ -104,7 +81,7 @@ def dispatch_claim(claim: lifecycle.Claim, result: DispatchTick) -> None:
     provider_name, routing_domain = sandbox_placement(launch, claim.org_id)
     timeout_ms = int(launch.get("heartbeatTimeoutMs") or scheduler_settings.heartbeat_timeout_ms)
     request = StartRequest(claim.run_id, claim.attempt, routing_domain, runner_env(claim, timeout_ms),
-                           ["python3", "-m", "scheduler.runner"])
+                           ["python3", "-m", "scheduler.sandbox.runner"])
     try:
         provider = get_provider(provider_name)
         request.command[0] = provider.runner_python
@@ -162,7 +139,7 @@ def _keep_what_a_failed_start_left(claim: lifecycle.Claim, request: StartRequest
 
 def start_claim(claim: lifecycle.Claim, result: DispatchTick) -> None:
     """One claimed run: refused when its launch cannot start, else started and parked."""
-    problem = launch_problem(claim.launch)
+    problem = launch_rules.problem(claim.launch)
     if problem:
         refuse_launch(claim, problem, result)
     else:

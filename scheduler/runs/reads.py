@@ -8,11 +8,9 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-import psycopg
-
 from scheduler import db
-from scheduler.conf import scheduler_settings
 from scheduler.errors import InvalidInput
+from scheduler.schema import optional_columns
 
 MAX_LANES = 32
 MAX_LANE_LIMIT = 500
@@ -45,18 +43,13 @@ def terminal_array_input_intent(run_id: str, org_id: str | None = None) -> Array
     read every time (a concurrent expansion may add the column), and a statement that meets 42703 for the
     column is retried once on that path.
     """
-    table = f'"{scheduler_settings.schema}".runs'
-    for _ in range(2):
-        if not db.fetch_value("schema_column_present", {"table": table, "column": "array_input_started"}):
+    def read(may_read_column: bool) -> ArrayInputIntent:
+        if not (may_read_column and optional_columns.column_present("runs", "array_input_started")):
             return ArrayInputIntent(None, False)
-        try:
-            row = db.fetch_one("runs_read_terminal_array_input_intent", {"run_id": run_id, "org_id": org_id})
-        except psycopg.errors.UndefinedColumn as error:
-            if "array_input_started" not in str(error):
-                raise
-            continue
+        row = db.fetch_one("runs_read_terminal_array_input_intent", {"run_id": run_id, "org_id": org_id})
         return ArrayInputIntent(row["play_name"], bool(row["started"])) if row else ArrayInputIntent(None, False)
-    return ArrayInputIntent(None, False)
+
+    return optional_columns.without_column_on_retry("array_input_started", read)
 
 
 def recorded_terminals_by_lane(release_ids: list[str], *, include_unreleased: bool = False,

@@ -242,3 +242,13 @@ def test_release_admission__bad_environment_and_auth(client):
     refused(control(client, "put", "/internal/releases/rel/admission", {"accepting": "yes", "admissionEpoch": 1}), 400)
     refused(control(client, "put", "/internal/releases/rel/admission", {"accepting": True, "admissionEpoch": 1}, token="x"), 401)
     assert factories.table_state() == before
+
+
+def test_domain_errors_carry_no_http_status__the_api_maps_each_kind():
+    from scheduler import errors
+    from scheduler.api.http import status_of
+
+    kinds = [errors.InvalidInput, errors.Unauthorized, errors.NotFound, errors.Conflict, errors.ReleaseClosed,
+             errors.OpeningRefused, errors.LeaseMismatch, errors.PayloadTooLarge]
+    assert [kind for kind in kinds if "status" in vars(kind)] == []
+    assert [status_of(kind("m")) for kind in kinds] == [400, 401, 404, 409, 409, 409, 409, 413]

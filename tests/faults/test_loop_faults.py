@@ -8,7 +8,9 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from scheduler import db
-from scheduler.loop import Loop, Tick, describe
+from scheduler.faults import describe
+from scheduler.loop import Loop
+from scheduler.tick import Tick
 
 # The loop recycles and drops real connections between ticks.
 pytestmark = pytest.mark.django_db(transaction=True)

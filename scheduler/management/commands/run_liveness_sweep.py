@@ -3,7 +3,7 @@
 import logging
 
 from scheduler.conf import scheduler_settings
-from scheduler.loop import Tick
+from scheduler.tick import Tick
 from scheduler.management.cli import LoopCommand, integer
 from scheduler.runs import liveness
 

@@ -9,7 +9,7 @@ from django.core.management.base import CommandError
 from django.db import OperationalError
 
 from scheduler.conf import scheduler_settings
-from scheduler.loop import describe
+from scheduler.faults import describe
 from scheduler.management.cli import SchedulerCommand
 from scheduler.stack.demo import Demo
 from scheduler.stack.supervisor import (

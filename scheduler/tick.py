@@ -1,0 +1,15 @@
+"""What one tick of a worker returns: its counts, and whether its batch was full (River's "go again").
+
+The domain's `run_once` functions return it; the loop (loop.py) reads it.
+Kept apart from the loop so the domain never imports the loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Tick:
+    counts: dict[str, int] = field(default_factory=dict)
+    again: bool = False  # the batch was full: go again without sleeping
