@@ -120,7 +120,7 @@ def replay_script() -> str:
     owner = "'replay-' || :client_id"
     values = {"lane": "'ledger'", "admission_first": "true", "limit": str(drainer_module.CANDIDATES),
               "exclude_run_ids": "'{}'", "run_ids": ":candidates", "lease_owner": owner,
-              "max_facts": str(claims.MAX_PREFIX), "payloads": ":payloads", "event_ids": ":event_ids",
+              "max_facts": str(claims.MAX_PREFIX), "payloads": ":payloads", "event_ids": ":event_ids", "events": "'[]'",
               "terminal_types": "'{" + ",".join(TERMINAL_FACT_TYPES) + "}'"}
     listing = _inline("outbox_list_ready_runs", values)
     lock = _inline("outbox_lock_runs", {**values, "limit": str(drainer_module.RUNS_PER_CLAIM)})
@@ -132,7 +132,7 @@ def replay_script() -> str:
             "SELECT coalesce(jsonb_object_agg(prefix.event_id, prefix.payload_json) "
             "FILTER (WHERE prefix.payload_json IS NOT NULL), '{}') AS payloads, "
             f"coalesce(array_agg(prefix.event_id), '{{}}') AS event_ids FROM ({read}) AS prefix\n\\gset\n"
-            + harness.replay_statement("run_ledger_store_and_ack_in_place", values)
+            + harness.replay_statement("run_ledger_store_and_ack", values)
             + "COMMIT;\n")
 
 

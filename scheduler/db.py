@@ -86,12 +86,9 @@ def _plan(name: str) -> tuple[bool, str | None]:
     return True, "force_generic_plan" if mark == "generic" else configured
 
 
-def _execute(cursor, name: str, text: str, arguments: list[Any], timeout_ms: int | None, *,
-             prepare: bool, session_mode: str | None, local_mode: str | None,
-             reset_mode: bool) -> tuple[list[dict[str, Any]], int]:
+def _execute(cursor, name: str, text: str, arguments: list[Any], *, prepare: bool, session_mode: str | None,
+             local_mode: str | None, reset_mode: bool) -> tuple[list[dict[str, Any]], int]:
     try:
-        if timeout_ms is not None:
-            cursor.execute("SELECT set_config('statement_timeout', $1, true)", [f"{int(timeout_ms)}ms"])
         if local_mode is not None:
             cursor.execute("SELECT set_config('plan_cache_mode', $1, true)", [local_mode])
         switch = _switch_plan_mode(cursor, session_mode)
@@ -119,20 +116,17 @@ def run(
     name: str,
     params: dict[str, Any] | None = None,
     *,
-    timeout_ms: int | None = None,
     using: str = "default",
-    schema: str | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
     """Execute block `name`; return (rows as dicts, rowcount).
 
-    With `timeout_ms` the statement runs in a transaction whose
-    statement_timeout is set locally (inside an outer atomic block the
-    setting lasts until that block ends). Behind a transaction pooler
+    A statement that needs a timeout sets it with its own block (set_config(..., true), pooler-safe), as the
+    outbox claim does. Behind a transaction pooler
     (SCHEDULER_TRANSACTION_POOLING) a statement's own plan_cache_mode is set
     for its transaction only: a session setting would stay on a server
     connection the pooler hands to other clients.
     """
-    text, names = _compiled(name, schema or scheduler_settings.schema)
+    text, names = _compiled(name, scheduler_settings.schema)
     arguments = _arguments(name, names, params or {})
     connection = connections[using]
     # What Django's own cursors do first: once per request or loop tick, drop a
@@ -145,13 +139,13 @@ def run(
     local_mode = mode if behind_pooler and mode != scheduler_settings.plan_cache_mode else None
     session_mode = None if behind_pooler else mode
     reset_mode = local_mode is not None and connection.in_atomic_block
-    own_transaction = timeout_ms is not None or local_mode is not None
+    own_transaction = local_mode is not None
     with transaction.atomic(using=using, savepoint=False) if own_transaction else contextlib.nullcontext():
         # A RawCursor binds server-side ($n placeholders), which preparing
         # needs; Django's own cursors interpolate client-side.
         with psycopg.RawCursor(connection.connection) as cursor:
             try:
-                return _execute(cursor, name, text, arguments, timeout_ms, prepare=prepare,
+                return _execute(cursor, name, text, arguments, prepare=prepare,
                                 session_mode=session_mode, local_mode=local_mode, reset_mode=reset_mode)
             except psycopg.Error:
                 # As Django's error wrapper would: the end of the request or tick

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import enum
 
+from scheduler.sandbox import protocol
+
 
 class RunStatus(enum.StrEnum):
     """§1.1: the statuses of a run; the last three are terminal and frozen."""
@@ -70,7 +72,7 @@ class ReceiptOutcome(enum.StrEnum):
     LOST = "lost"            # the caller's lease no longer holds: its write was refused
 
 
-RECEIPT_KEY_RESERVED_PREFIX = "sys:"  # RCP-2: the scheduler's own namespace; immutable through every receipt call
+RECEIPT_KEY_RESERVED_PREFIX = protocol.RESERVED_KEY_PREFIX  # RCP-2: immutable through every receipt call
 
 
 class CleanupStatus(enum.StrEnum):
@@ -94,9 +96,9 @@ class FailureCode(enum.StrEnum):
     CANCELLED = "cancelled"
     WAIT_DEADLINE_EXCEEDED = "wait_deadline_exceeded"
     INVALID_LAUNCH = "invalid_launch"  # the dispatcher cannot start what the launch asks for; not retried
-    # Written by the runner (scheduler/runner.py spells them too: it imports nothing it does not need).
-    PLAY_START_FAILED = "play_start_failed"  # the play could not be loaded or started
-    UNSTORABLE_OUTPUT = "unstorable_output"  # the play's output holds what PostgreSQL cannot store
+    # Written by the runner, inside the sandbox (scheduler/sandbox/protocol.py names them for both sides).
+    PLAY_START_FAILED = protocol.PLAY_START_FAILED
+    UNSTORABLE_OUTPUT = protocol.UNSTORABLE_OUTPUT
 
 
 # TRM-5: losses that requeue the run while attempts remain.
@@ -128,6 +130,18 @@ class Lane(enum.StrEnum):
 
     LEDGER = "ledger"
     SEARCH = "search"
+
+
+class ReceiverKind(enum.StrEnum):
+    """OBX-8, OBX-10: where a claimed prefix is delivered (outbox/receivers/: one module each)."""
+
+    BUILTIN = "builtin"  # this database's run_ledger_events (a launch naming no receiver)
+    SEARCH = "search"    # the search lane: the scheduler's own projection reads the outbox itself
+    HTTP = "http"        # an external run-ledger receiver
+
+
+# OBX-10: receivers inside this database, so a prefix bound for one is delivered inside its claim's transaction.
+IN_DATABASE_RECEIVERS = frozenset({ReceiverKind.BUILTIN, ReceiverKind.SEARCH})
 
 
 class HeadPriority(enum.StrEnum):

@@ -1,4 +1,4 @@
-"""The statement runner: bound parameters, dict rows, per-statement timeout, psycopg errors surfaced."""
+"""The statement runner: bound parameters, dict rows, psycopg errors surfaced; the claim's own timeouts."""
 
 import psycopg
 import pytest
@@ -26,14 +26,17 @@ def test_database_error__surfaces_as_psycopg_error_with_statement_name():
     assert "in SQL statement runs_launch" in raised.value.__notes__
 
 
-def test_timeout__a_blocked_statement_is_cancelled_after_its_own_timeout():
+def test_claim_timeouts__a_claim_behind_a_stuck_lock_gives_up__then_claims_once_it_is_gone():
+    """OBX-5: the claim's transaction sets a lock timeout, so a drainer never waits behind a stuck lock."""
+    from scheduler.outbox import drainer
+
     run_id = factories.launch()
     with connect(autocommit=False) as holder:
-        holder.execute("SELECT 1 FROM runtime_scheduler.runs WHERE run_id = %s FOR UPDATE", [run_id])
-        with pytest.raises(psycopg.errors.QueryCanceled):
-            db.fetch_one("runs_cancel", {"run_id": run_id, "reason": "test"}, timeout_ms=200)
+        holder.execute("SELECT 1 FROM runtime_scheduler.outbox WHERE run_id = %s FOR UPDATE", [run_id])
+        with pytest.raises(psycopg.errors.LockNotAvailable):
+            drainer.run_once("behind-a-stuck-lock")
         holder.rollback()
-    assert db.fetch_one("runs_cancel", {"run_id": run_id, "reason": "test"})["cancelled"] is True
+    assert drainer.run_once("behind-a-stuck-lock").counts["delivered"] == 1
 
 
 def test_generic_plan_mark__the_statement_never_replans_and_others_keep_the_configured_mode():

@@ -8,7 +8,7 @@ from scheduler import validation
 from scheduler.api.auth import require_internal_token
 from scheduler.api.http import api_view, json_body
 from scheduler.errors import InvalidInput
-from scheduler.outbox import receiver
+from scheduler.outbox.receivers import builtin_ledger
 
 MAX_EVENTS = 100
 
@@ -42,4 +42,4 @@ def run_ledger_events(request):
             "occurred_at": _timestamp(validation.field(event, "occurredAt"), f"events[{index}].occurredAt"),
             "payload": validation.json_object(event.get("payload", {}), f"events[{index}].payload"),
         })
-    return JsonResponse({"stored": receiver.store_events(rows), "received": len(rows)})
+    return JsonResponse({"stored": builtin_ledger.store_posted_events(rows), "received": len(rows)})

@@ -16,7 +16,7 @@ from scheduler import db
 from scheduler.cleanup import obligations
 from scheduler.errors import NotFound, OpeningRefused, SchedulerError
 from scheduler.kinds import FailureCode, ResultStatus, VerdictKind
-from scheduler.outbox import claims
+from scheduler.outbox import settle
 from scheduler.runs import admission, lifecycle, liveness
 
 
@@ -58,7 +58,7 @@ def cancel_run(run_id: str, actor: str, reason: str | None = None) -> Repair:
 def requeue_outbox_head(event_id: str, actor: str, reason: str | None = None) -> Repair:
     """OBX-2: a failed head becomes deliverable again, unblocking its run's lane."""
     def run():
-        if claims.requeue_failed_head(event_id):
+        if settle.requeue_failed_head(event_id):
             return True, "requeued: its run's lane delivers again"
         return False, "nothing changed: not a failed outbox head"
 

@@ -1,9 +1,13 @@
-"""Drain the outbox (OBX-6, OBX-9): claim a prefix, deliver it outside any transaction, settle the lease.
+"""Drain the outbox (OBX-6, OBX-9): a short loop over the stages, each one module, data flowing one way.
 
-A prefix bound for this database was already delivered by its claim (claims.py).
+    claims.claim    lock the listed runs, read or lease each one's causal prefix
+    routing.route   decide each prefix's receiver once, recorded on the prefix
+    receivers       deliver: in this database inside the claim's transaction,
+                    elsewhere after it commits
+    settle          acknowledge, release, or fail the head through the policy
 
-A routing error after the claim committed (OBX-8) goes through the same
-failure policy as a receiver failure; a lease is never stranded.
+A routing error (OBX-8) is an outcome like a receiver's failure, so it goes
+through the same failure policy; a lease is never stranded.
 """
 
 from __future__ import annotations
@@ -12,16 +16,30 @@ import logging
 import zlib
 from dataclasses import dataclass, field
 
+from scheduler.faults import describe
 from scheduler.kinds import HeadPriority, Lane
-from scheduler.loop import Tick
-from scheduler.outbox import claims, delivery
-from scheduler.redaction import launch_secrets, redact_text
+from scheduler.outbox import claims, receivers, routing, settle
+from scheduler.outbox.facts import Prefix
+from scheduler.outbox.receivers.interface import STORE_ERRORS, Outcome
+from scheduler.tick import Tick
 
 logger = logging.getLogger("scheduler.drain")
 # Runs leased in one claim transaction; their prefixes are delivered together.
 RUNS_PER_CLAIM = 16
 # Ready runs read per listing: four claim-sized slices for concurrent drainers.
 CANDIDATES = 4 * RUNS_PER_CLAIM
+
+
+@dataclass(frozen=True)
+class DrainOptions:
+    """A drainer's knobs and their defaults (drain_outbox's flags take these defaults too)."""
+
+    lane: Lane = Lane.LEDGER
+    head_priority: HeadPriority = HeadPriority.ADMISSION_FIRST
+    batch: int = 50  # prefixes per tick
+    max_attempts: int = 10  # delivery attempts before a head is failed
+    lease_seconds: float = 30.0
+    backoff_base_ms: float = 500.0
 
 
 @dataclass
@@ -36,34 +54,29 @@ class DrainTick:
         return Tick(self.counts, again=self.counts["claimed"] > 0 and self.more)
 
 
-def run_once(lease_owner: str, *, lane: Lane = Lane.LEDGER, head_priority: HeadPriority = HeadPriority.ADMISSION_FIRST,
-             batch: int = 50, max_attempts: int = 10, lease_seconds: float = 30.0, backoff_base_ms: float = 500.0,
-             should_stop=lambda: False) -> DrainTick:
+def run_once(lease_owner: str, *, should_stop=lambda: False, **overrides) -> DrainTick:
+    """One tick: list ready runs, then claim, deliver and settle slices of them until the batch is spent."""
+    options = DrainOptions(**overrides)
     result = DrainTick()
     candidates: list[str] = []
-    listed, listing_full = False, False
-    empty_rounds = 0
-    while result.counts["claimed"] < batch and not should_stop():
+    listed, listing_full, empty_rounds = False, False, 0
+    while result.counts["claimed"] < options.batch and not should_stop():
         if not candidates:
             if listed and not listing_full:
                 break  # the last listing held everything ready then; what came since is the next tick's
-            candidates = _own_slice_first(
-                [row["run_id"] for row in claims.list_ready_runs(lane, head_priority, CANDIDATES)], lease_owner)
+            candidates = _own_slice_first([row["run_id"] for row in claims.list_ready_runs(
+                options.lane, options.head_priority, CANDIDATES)], lease_owner)
             listed, listing_full = True, len(candidates) >= CANDIDATES
             continue
         locked: list[str] = []
-        prefixes = claims.lease_prefixes(candidates, lane, lease_owner, lease_seconds,
-                                         max_runs=min(RUNS_PER_CLAIM, batch - result.counts["claimed"]),
-                                         locked_out=locked)
+        full = _drain(candidates, lease_owner, options, result, locked)
         # Every run this claim locked is done with for this listing, those found already delivered included:
         # left in place they would be locked again first, and a listing's later runs never reached.
-        done = set(locked)
-        candidates = [run_id for run_id in candidates if run_id not in done]
-        if not prefixes and locked and candidates:
-            continue  # what it locked was drained meanwhile; the listing's later runs are next
-        if not prefixes:
-            # Every candidate was held by another drainer or already drained.
-            # Re-read the order once; after that, yield instead of spinning.
+        candidates = [run_id for run_id in candidates if run_id not in set(locked)]
+        if full is None:
+            if locked and candidates:
+                continue  # what it locked was drained meanwhile; the listing's later runs are next
+            # Every candidate was held by another drainer or already drained: re-read the order once, then yield.
             empty_rounds += 1
             if empty_rounds >= 2:
                 break
@@ -71,25 +84,51 @@ def run_once(lease_owner: str, *, lane: Lane = Lane.LEDGER, head_priority: HeadP
             continue
         empty_rounds = 0
         # OBX-6 continuation: runs whose prefix was full go again, before new candidates.
-        while prefixes and not should_stop():
-            result.counts["claimed"] += len(prefixes)
-            full = [outcome.prefix.run_id for outcome in _deliver(prefixes, lease_owner, lease_seconds)
-                    if _settle(outcome, result, max_attempts, backoff_base_ms)
-                    and len(outcome.prefix.facts) == claims.MAX_PREFIX]
-            if not full or result.counts["claimed"] >= batch:
-                break
-            prefixes = claims.lease_prefixes(full, lane, lease_owner, lease_seconds, max_runs=len(full))
-    result.more = listing_full or result.counts["claimed"] >= batch
+        while full and result.counts["claimed"] < options.batch and not should_stop():
+            full = _drain(full, lease_owner, options, result) or []
+    result.more = listing_full or result.counts["claimed"] >= options.batch
     return result
 
 
-def _deliver(prefixes: list[claims.Prefix], lease_owner: str, lease_seconds: float) -> list[delivery.Outcome]:
-    """Deliver; while a prefix goes to an external receiver (HTTP, slow at worst), its leases are kept alive."""
-    leased = [prefix for prefix in prefixes if prefix.acknowledged_in_place is None]
-    if not any(delivery.goes_over_http(prefix) for prefix in leased):
-        return delivery.deliver_all(prefixes)
-    with claims.leases_kept(lease_owner, [fact_id for prefix in leased for fact_id in prefix.fact_ids], lease_seconds):
-        return delivery.deliver_all(prefixes)
+def _drain(run_ids: list[str], lease_owner: str, options: DrainOptions, result: DrainTick,
+           locked: list[str] | None = None) -> list[str] | None:
+    """Claim, route, deliver and settle once; the runs whose full prefix was delivered, or None if none claimed."""
+    here, leased = claim(run_ids, lease_owner, options, locked=locked,
+                         max_runs=min(RUNS_PER_CLAIM, options.batch - result.counts["claimed"], len(run_ids)))
+    outcomes = here + (receivers.deliver(leased) if leased else [])
+    if not outcomes:
+        return None
+    result.counts["claimed"] += len(outcomes)
+    policy = settle.FailurePolicy(options.max_attempts, options.backoff_base_ms)
+    return [outcome.prefix.run_id for outcome in outcomes
+            if settle.settle(outcome, policy, result.counts) and len(outcome.prefix.facts) == claims.MAX_PREFIX]
+
+
+def claim(run_ids: list[str], lease_owner: str, options: DrainOptions, *, max_runs: int,
+          locked: list[str] | None = None) -> tuple[list[Outcome], list[Prefix]]:
+    """One claim, routed: (the outcomes of what it delivered inside its transaction, the prefixes it leased)."""
+    here: list[Outcome] = []
+
+    def deliver_here(read: list[Prefix]) -> list[Prefix]:
+        """Inside the claim's transaction: route what was read, deliver what stays in this database."""
+        local = [prefix for prefix in read if routing.route(prefix).in_place]
+        if local:
+            here.extend(receivers.deliver(local))
+        return local
+
+    lease = dict(lease_seconds=options.lease_seconds, max_runs=max_runs, locked_out=locked)
+    try:
+        leased = claims.claim(run_ids, options.lane, lease_owner, deliver_here=deliver_here, **lease)
+    except STORE_ERRORS as error:
+        # Delivering in place failed and rolled the claim back: lease instead, so the ordinary delivery meets the
+        # same failure and the failure policy counts it on the head (a failed head an operator sees), never a loop.
+        logger.warning("drain %s: delivering in place failed, leasing instead: %s", lease_owner, describe(error))
+        here.clear()
+        leased = claims.claim(run_ids, options.lane, lease_owner, **lease)
+    for prefix in leased:
+        if prefix.route is None:
+            routing.route(prefix)
+    return here, leased
 
 
 def _own_slice_first(candidates: list[str], lease_owner: str) -> list[str]:
@@ -105,21 +144,3 @@ def _own_slice_first(candidates: list[str], lease_owner: str) -> list[str]:
     slices = max(1, len(candidates) // RUNS_PER_CLAIM)
     start = (zlib.crc32(lease_owner.encode()) % slices) * RUNS_PER_CLAIM
     return candidates[start:] + candidates[:start]
-
-
-def _settle(outcome: delivery.Outcome, result: DrainTick, max_attempts: int, backoff_base_ms: float) -> bool:
-    """Count a delivered prefix, or fail its head through the policy; True when delivered."""
-    prefix = outcome.prefix
-    if outcome.error is None:
-        result.counts["delivered"] += outcome.acknowledged
-        result.counts["released"] += outcome.released
-        return True
-    message = redact_text(f"{type(outcome.error).__name__}: {outcome.error}", launch_secrets(prefix.dispatch_launch))
-    result.counts["delivered"] += outcome.acknowledged  # a partial delivery's facts that did arrive
-    if claims.fail(outcome.failed_from or prefix, message, max_attempts, backoff_base_ms):
-        result.counts["failed_heads"] += 1
-        logger.warning("drain run=%s head=%s failed for good: %s", prefix.run_id,
-                       (outcome.failed_from or prefix).head.event_id, message)
-    else:
-        result.counts["retried"] += 1
-    return False

@@ -1,11 +1,15 @@
-"""A claimed fact and its run's causal prefix, as the claim, the routing and both receivers see them."""
+"""A claimed fact and its run's causal prefix, as every outbox stage sees them (claim, route, deliver, settle)."""
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from scheduler.kinds import TERMINAL_FACT_TYPES
+
+if TYPE_CHECKING:
+    from scheduler.outbox.routing import Route
 
 
 @dataclass
@@ -27,8 +31,9 @@ class Prefix:
     dispatch_launch: dict
     org_id: str | None
     array_input_started: bool = False
-    # None while leased for delivery; the count acknowledged when the claim delivered it in its own transaction.
-    acknowledged_in_place: int | None = None
+    leased: bool = True  # False when read under the run's lock for a delivery inside the claim's transaction
+    lease_seconds: float = 30.0  # how long the claim leased it for (a slow delivery extends it by as much)
+    route: Route | None = None  # decided once, by routing.route
 
     @property
     def head(self) -> Fact:

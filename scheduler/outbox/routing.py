@@ -1,4 +1,4 @@
-"""Where a claimed prefix goes (OBX-8): the launch's receiver, the terminal projection origin, or this database.
+"""Stage 2, route (OBX-8): which receiver a claimed prefix goes to, decided once and recorded on the prefix.
 
 The ordinary receiver is the launch's `runtimeApiBaseUrl`, else its
 `baseUrl`: the dispatch launch allow-lists both for delivery, and `baseUrl`
@@ -6,15 +6,17 @@ is the launch's older name for the same runtime API. A launch naming neither
 is delivered to the built-in receiver (OBX-10). A terminal fact of a run whose
 array input started goes to the launch's immutable
 `arrayInputTerminalProjectionOrigin` instead, and a nonterminal prefix is
-never batched into a terminal bound for another receiver.
+never batched into a terminal bound for another receiver: the facts before
+the terminal go alone, the rest is released for the next claim.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from scheduler import messages
-from scheduler.kinds import TERMINAL_FACT_TYPES, Lane
+from scheduler.kinds import IN_DATABASE_RECEIVERS, TERMINAL_FACT_TYPES, Lane, ReceiverKind
 from scheduler.outbox.facts import Fact, Prefix
 
 STAGED_REFUSAL = messages.STAGED_NO_TERMINAL_RECEIVER
@@ -22,6 +24,17 @@ STAGED_REFUSAL = messages.STAGED_NO_TERMINAL_RECEIVER
 
 class DeliveryError(Exception):
     """A delivery failed; the message is safe to store as last_error."""
+
+
+@dataclass(frozen=True)
+class Route:
+    kind: ReceiverKind
+    facts: list[Fact]  # what this delivery carries, in causal order
+    released: list[Fact] = field(default_factory=list)  # the rest of the prefix, returned for the next claim
+    base_url: str | None = None  # the receiver's URL (HTTP only)
+    error: DeliveryError | None = None  # a prefix that cannot be routed: the failure policy records this
+    terminal_origin: str | None = None  # where this run's terminals go when its array input started
+    in_place: bool = False  # delivered inside this database, so inside the claim's transaction (no lease needed)
 
 
 def is_immutable_origin(origin) -> bool:
@@ -62,42 +75,29 @@ def terminal_origin(prefix: Prefix) -> str | None:
     return origin
 
 
-def goes_over_http(prefix: Prefix) -> bool:
-    """Whether delivering this prefix may call an external receiver."""
-    return prefix.lane == Lane.LEDGER and bool(ordinary_receiver(prefix.dispatch_launch) or prefix.array_input_started)
-
-
-def plan_routes(prefix: Prefix) -> list[tuple[str | None, list[Fact]]]:
-    """The receiver of each part of the prefix, in causal order; None is the built-in receiver.
-
-    Returns one route when the whole prefix shares a receiver; else the facts
-    before the first terminal (the rest is released for the next claim, which
-    then starts at the terminal).
-    """
+def _ledger_target(prefix: Prefix, origin: str | None) -> tuple[str | None, list[Fact]]:
+    """(receiver URL or None for the built-in receiver, the facts that go there) of a ledger-lane prefix."""
     ordinary = ordinary_receiver(prefix.dispatch_launch)
-    if not prefix.has_terminal:
-        return [(ordinary, prefix.facts)]
-    origin = terminal_origin(prefix)
     if origin is None:
-        return [(ordinary, prefix.facts)]
+        return ordinary, prefix.facts
     first_terminal = next(i for i, fact in enumerate(prefix.facts) if fact.event_type in TERMINAL_FACT_TYPES)
     if first_terminal > 0 and ordinary != origin:
-        return [(ordinary, prefix.facts[:first_terminal])]
-    return [(origin, prefix.facts)]
+        return ordinary, prefix.facts[:first_terminal]
+    return origin, prefix.facts
 
 
-def may_stay_local(lane: str, launch: dict | None) -> bool:
-    """Whether a run's prefix may be bound for this database: the search lane, or a launch naming no receiver
-    (only a staged terminal can then still go out, which stays_local tells once the prefix is read)."""
-    return lane == Lane.SEARCH or ordinary_receiver(launch) is None
-
-
-def stays_local(prefix: Prefix) -> bool:
-    """Whether the whole prefix is delivered inside this database (the search lane or the built-in receiver)."""
+def route(prefix: Prefix) -> Route:
+    """Decide the prefix's route and record it on the prefix."""
     if prefix.lane == Lane.SEARCH:
-        return True
+        prefix.route = Route(ReceiverKind.SEARCH, prefix.facts, in_place=True)
+        return prefix.route
     try:
-        routes = plan_routes(prefix)
-    except DeliveryError:
-        return False  # leased, so the failure policy records the refusal on the head
-    return routes == [(None, prefix.facts)]
+        origin = terminal_origin(prefix) if prefix.has_terminal else None
+    except DeliveryError as error:
+        prefix.route = Route(ReceiverKind.HTTP, prefix.facts, error=error)
+        return prefix.route
+    base_url, facts = _ledger_target(prefix, origin)
+    kind = ReceiverKind.BUILTIN if base_url is None else ReceiverKind.HTTP
+    prefix.route = Route(kind, facts, prefix.facts[len(facts):], base_url, terminal_origin=origin,
+                         in_place=kind in IN_DATABASE_RECEIVERS)
+    return prefix.route

@@ -92,12 +92,12 @@ ranked AS MATERIALIZED (
                                                OR coalesce(ranked.next_attempt_at, ranked.created_at) > now()))
 )
 
--- fragment: store_ledger_events(events)
--- OBX-10: the built-in receiver stores ledger events idempotently by event id.
+-- fragment: store_ledger_events(source)
+-- OBX-10: the built-in receiver stores ledger events idempotently by event id (source: event_id, run_id,
+-- event_type, occurred_at, payload).
 INSERT INTO __schema__.run_ledger_events (event_id, run_id, event_type, occurred_at, payload_json)
 SELECT event.event_id, event.run_id, event.event_type, event.occurred_at, event.payload
-FROM jsonb_to_recordset({events})
-     AS event(event_id text, run_id text, event_type text, occurred_at timestamptz, payload jsonb)
+FROM {source} AS event
 ON CONFLICT (event_id) DO NOTHING
 RETURNING event_id
 

@@ -62,9 +62,16 @@ ORDER BY CASE WHEN %(admission_first)s::boolean
          head.created_at, candidate_runs.run_id
 LIMIT %(limit)s::integer;
 
+-- name: outbox_claim_timeouts
+-- OBX-5: the claim's transaction never waits long behind a stuck lock or runs away: a lock timeout and a statement timeout for this transaction only (pooler-safe).
+SELECT set_config('lock_timeout', %(lock_timeout)s::text, true) AS lock_timeout,
+       set_config('statement_timeout', %(statement_timeout)s::text, true) AS statement_timeout;
+
 -- name: outbox_lock_runs
--- Lock up to `limit` of the candidate runs, in the given order, that no other drainer holds: FOR NO KEY UPDATE SKIP LOCKED (OBX-5); with each run's org and dispatch launch (which names its receiver), read once here for all its facts.
-SELECT run.run_id, run.org_id, __schema__.run_ledger_dispatch_launch(run.launch_json) AS dispatch_launch
+-- Lock up to `limit` of the candidate runs, in the given order, that no other drainer holds: FOR NO KEY UPDATE SKIP LOCKED (OBX-5); with each run's org and, on the ledger lane only, its dispatch launch (which names its receiver and carries its credentials: the search lane never reads them, OBX-2), read once here for all its facts.
+SELECT run.run_id, run.org_id,
+       CASE WHEN %(lane)s::text = 'ledger' THEN __schema__.run_ledger_dispatch_launch(run.launch_json) END
+           AS dispatch_launch
 FROM __schema__.runs AS run
 WHERE run.run_id = ANY (%(run_ids)s::text[])
 ORDER BY array_position(%(run_ids)s::text[], run.run_id)
@@ -87,6 +94,21 @@ SELECT leased.event_id, leased.run_id, leased.event_type, leased.payload_json, l
 FROM leased
 ORDER BY leased.run_id, leased.created_at, leased.event_id;
 
+-- name: outbox_lease_facts
+-- Under the runs' locks, in the claim that read them: lease exactly the facts read (prefixes bound for a receiver outside this database), those still undelivered and held by nobody else, returned with their payloads in causal order (OBX-5).
+WITH leased AS (
+    UPDATE __schema__.outbox AS fact
+    SET lease_owner = %(lease_owner)s::text,
+        lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::double precision)
+    WHERE fact.event_id = ANY (%(event_ids)s::text[])
+      AND fact.delivered_at IS NULL
+      AND (fact.lease_owner IS NULL OR fact.lease_owner = %(lease_owner)s::text OR fact.lease_expires_at <= now())
+    RETURNING fact.event_id, fact.run_id, fact.event_type, fact.payload_json, fact.created_at, fact.attempt_count
+)
+SELECT leased.event_id, leased.run_id, leased.event_type, leased.payload_json, leased.created_at, leased.attempt_count
+FROM leased
+ORDER BY leased.run_id, leased.created_at, leased.event_id;
+
 -- name: outbox_read_prefixes
 -- Under the runs' locks: the same causal prefixes outbox_lease_prefixes would lease, read without leasing, for a delivery that acknowledges them in this transaction (OBX-5, OBX-10); payloads only of terminal facts, the ones the delivery may rewrite (TRM-6).
 WITH {{claimable_prefixes(%(run_ids)s::text[], %(lane)s::text, %(lease_owner)s::text)}}
@@ -103,36 +125,27 @@ ORDER BY ranked.run_id, ranked.created_at, ranked.event_id;
 {{acknowledge_facts(%(event_ids)s::text[], %(lease_owner)s::text)}};
 
 -- name: run_ledger_store_and_ack
--- The built-in receiver (OBX-10): store the prefix's ledger events idempotently by event id and acknowledge the facts, in one statement.
-WITH stored AS (
-    {{store_ledger_events(%(events)s::jsonb)}}
-), acked AS (
-    {{acknowledge_facts(%(event_ids)s::text[], %(lease_owner)s::text)}}
-)
-SELECT (SELECT count(*) FROM stored) AS stored,
-       (SELECT coalesce(array_agg(acked.event_id), '{}'::text[]) FROM acked) AS acked_event_ids;
-
--- name: run_ledger_store_and_ack_in_place
--- The built-in receiver inside the claim's transaction, under its run locks (OBX-10): store the facts as ledger events straight from the outbox (a payload the delivery rewrote, TRM-6, given by event id) and acknowledge them; read, not leased, so a fact another drainer holds a live lease on is left alone.
-WITH stored AS (
-    {{store_ledger_events((SELECT coalesce(jsonb_agg(jsonb_build_object(
-         'event_id', fact.event_id, 'run_id', fact.run_id, 'event_type', fact.event_type, 'occurred_at', fact.created_at,
-         'payload', coalesce(%(payloads)s::jsonb -> fact.event_id, fact.payload_json, '{}'::jsonb))), '[]'::jsonb)
-       FROM __schema__.outbox AS fact
-       WHERE fact.event_id = ANY (%(event_ids)s::text[]) AND fact.delivered_at IS NULL))}}
+-- The built-in receiver's one store (OBX-10): store ledger events idempotently by event id, from the outbox (facts by event id, a payload the delivery rewrote, TRM-6, given by event id) and from posted events, and acknowledge those facts in the same statement; inside a claim they were read, not leased, so a fact another drainer holds a live lease on is left alone.
+WITH incoming AS (
+    SELECT fact.event_id, fact.run_id, fact.event_type, fact.created_at AS occurred_at,
+           coalesce(%(payloads)s::jsonb -> fact.event_id, fact.payload_json, '{}'::jsonb) AS payload
+    FROM __schema__.outbox AS fact
+    WHERE fact.event_id = ANY (%(event_ids)s::text[]) AND fact.delivered_at IS NULL
+    UNION ALL
+    SELECT event.event_id, event.run_id, event.event_type, event.occurred_at, event.payload
+    FROM jsonb_to_recordset(%(events)s::jsonb)
+         AS event(event_id text, run_id text, event_type text, occurred_at timestamptz, payload jsonb)
+), stored AS (
+    {{store_ledger_events(incoming)}}
 ), acked AS (
     {{acknowledge_unleased_facts(%(event_ids)s::text[], %(lease_owner)s::text)}}
 )
 SELECT (SELECT count(*) FROM stored) AS stored,
        (SELECT coalesce(array_agg(acked.event_id), '{}'::text[]) FROM acked) AS acked_event_ids;
 
--- name: outbox_ack_in_place
--- The search lane inside the claim's transaction (OBX-2): acknowledge facts that were read under the run locks, not leased.
+-- name: outbox_ack_search
+-- The search lane's one acknowledgement (OBX-2): facts read under their run locks inside a claim, or leased by this drainer; a fact another drainer holds a live lease on is left alone.
 {{acknowledge_unleased_facts(%(event_ids)s::text[], %(lease_owner)s::text)}};
-
--- name: run_ledger_store_events
--- The built-in receiver's HTTP endpoint: store posted events idempotently by event id (OBX-10).
-{{store_ledger_events(%(events)s::jsonb)}};
 
 -- name: outbox_fail_prefix
 -- A failed delivery: the head counts an attempt, backs off or is marked failed past the maximum; the whole prefix's lease is returned (OBX-6).

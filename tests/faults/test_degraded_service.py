@@ -9,10 +9,13 @@ from django.db import connections
 
 from scheduler import db
 from scheduler.conf import scheduler_settings
-from scheduler.outbox import claims
+from scheduler.outbox.receivers import ledger_http
+from scheduler.api import parsing
+from scheduler.errors import InvalidInput
 from scheduler.runs import dispatch
 from tests import factories
 from tests.factories import loads, one, query
+from tests.outbox.factories import claim_one
 from tests.support import current_database_url
 
 TOKEN = "internal-test-token"
@@ -55,6 +58,10 @@ def test_database_unreachable__every_endpoint_answers_503_json(client, database_
     ({"sandboxProvider": "kubernetes"}, "launch.sandboxProvider"),
     ({"runnerApiUrl": 8000}, "launch.runnerApiUrl"),
     ({"play": {"command": "ls"}}, "launch.play"),
+    # The API's bounds, not looser ones of the dispatcher's own (one rule: runs/launch_rules.py).
+    ({"heartbeatTimeoutMs": 500}, "launch.heartbeatTimeoutMs"),
+    ({"play": {"command": ["x"] * 65}}, "launch.play.command"),
+    ({"runnerApiUrl": "ftp://runner.example"}, "launch.runnerApiUrl"),
 ])
 def test_dispatch__a_launch_it_cannot_start__failed_invalid_launch__the_next_claim_goes_on(launch, field):
     bad = factories.launch(launch=launch)
@@ -66,6 +73,9 @@ def test_dispatch__a_launch_it_cannot_start__failed_invalid_launch__the_next_cla
     assert result["error"]["code"] == "invalid_launch" and field in result["error"]["message"]
     assert one("SELECT status FROM runs WHERE run_id = %s", [bad]) == "failed"  # not retried
     assert one("SELECT count(*) FROM attempts WHERE run_id = %s", [good]) == 1  # the next claim was dispatched
+    with pytest.raises(InvalidInput) as refused:  # and the API refuses the same launch, naming the same field
+        parsing.launch_request({"playName": "tests.plays:fail", "launch": launch})
+    assert refused.value.field.startswith(field)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -87,13 +97,13 @@ def test_a_queued_run__wakes_listening_dispatchers_that_armed_the_signal__busy_o
 @pytest.mark.django_db(transaction=True)
 def test_leases_kept__extended_while_the_block_runs__never_revived_or_taken_from_another():
     factories.launch()
-    prefix = claims.claim_prefix("ledger", "drainer-a", lease_seconds=0.6)
+    prefix = claim_one("ledger", "drainer-a", lease_seconds=0.6)
     other = factories.launch()
-    stolen = claims.claim_prefix("ledger", "drainer-b", lease_seconds=60)
+    stolen = claim_one("ledger", "drainer-b", lease_seconds=60)
     assert stolen.run_id == other
     before = one("SELECT max(lease_expires_at) FROM outbox WHERE lease_owner = 'drainer-a'")
     extended = threading.Event()
-    with claims.leases_kept("drainer-a", prefix.fact_ids + stolen.fact_ids, 0.6):
+    with ledger_http.leases_kept("drainer-a", prefix.fact_ids + stolen.fact_ids, 0.6):
         for _ in range(200):
             if one("SELECT max(lease_expires_at) FROM outbox WHERE lease_owner = 'drainer-a'") > before:
                 extended.set()

@@ -30,3 +30,15 @@ def backlog_run(run_id: str, facts: int = 6, launch: dict | None = None, termina
         )
         ids.append(event_id)
     return ids
+
+
+def claim_one(lane: str, lease_owner: str, lease_seconds: float = 30.0):
+    """Lease the first ready run's prefix as an older release's drainer would (no delivery in place), routed."""
+    from scheduler.kinds import HeadPriority
+    from scheduler.outbox import claims, routing
+
+    candidates = [row["run_id"] for row in claims.list_ready_runs(lane, HeadPriority.ADMISSION_FIRST, claims.MAX_PREFIX)]
+    prefixes = claims.claim(candidates, lane, lease_owner, lease_seconds=lease_seconds, max_runs=1) if candidates else []
+    for prefix in prefixes:
+        routing.route(prefix)
+    return prefixes[0] if prefixes else None

@@ -5,12 +5,15 @@ import json
 
 import pytest
 
-from scheduler.outbox import authority, claims, delivery
+from scheduler.outbox import claims, routing, settle
+from scheduler.outbox.facts import Fact, Prefix
+from scheduler.outbox.receivers import authority
+from scheduler.outbox.receivers.interface import ledger_event
 from scheduler.errors import InvalidInput
 from scheduler.outbox import drainer
 from tests import factories
 from tests.factories import one, query
-from tests.outbox.factories import backlog_run
+from tests.outbox.factories import backlog_run, claim_one
 
 pytestmark = pytest.mark.django_db
 
@@ -44,12 +47,12 @@ def test_ready__failed_head_backoff_and_live_lease_keep_a_run_out():
 
 def test_claim__causal_prefix_of_at_most_eight_under_one_lease():
     ids = backlog_run("run-1", facts=11)
-    prefix = claims.claim_prefix("ledger", "owner-a")
+    prefix = claim_one("ledger", "owner-a")
     assert [fact.event_id for fact in prefix.facts] == ids[:8]
     assert one("SELECT count(*) FROM outbox WHERE lease_owner = 'owner-a'") == 8
-    assert claims.claim_prefix("ledger", "owner-b") is None  # the run's lane is held
-    assert len(claims.acknowledge(prefix.lease_owner, prefix.fact_ids)) == 8
-    assert [fact.event_id for fact in claims.claim_prefix("ledger", "owner-b").facts] == ids[8:]
+    assert claim_one("ledger", "owner-b") is None  # the run's lane is held
+    assert len(settle.acknowledge(prefix.lease_owner, prefix.fact_ids)) == 8
+    assert [fact.event_id for fact in claim_one("ledger", "owner-b").facts] == ids[8:]
 
 
 @pytest.mark.parametrize("limit,exclude", [
@@ -77,8 +80,8 @@ def staged_prefix(started, supported, origin, kinds=("run.completed",)):
         launch["arrayInputTerminalRetirementSupported"] = supported
     if origin is not None:
         launch["arrayInputTerminalProjectionOrigin"] = origin
-    facts = [claims.Fact(f"e{i}", "run", kind, {}, dt.datetime(2026, 1, 1, tzinfo=dt.UTC), 0) for i, kind in enumerate(kinds)]
-    return claims.Prefix("run", "ledger", "owner", facts, launch, "org", array_input_started=started)
+    facts = [Fact(f"e{i}", "run", kind, {}, dt.datetime(2026, 1, 1, tzinfo=dt.UTC), 0) for i, kind in enumerate(kinds)]
+    return Prefix("run", "ledger", "owner", facts, launch, "org", array_input_started=started)
 
 
 IMMUTABLE = "https://projection.example.com"
@@ -101,15 +104,17 @@ IMMUTABLE = "https://projection.example.com"
 def test_staged_array_routing__matrix(started, supported, origin, expected):
     prefix = staged_prefix(started, supported, origin)
     if expected == "refused":
-        with pytest.raises(delivery.DeliveryError, match=delivery.STAGED_REFUSAL):
-            delivery.plan_routes(prefix)
+        route = routing.route(prefix)
+        assert isinstance(route.error, routing.DeliveryError) and str(route.error) == routing.STAGED_REFUSAL
     else:
-        assert delivery.plan_routes(prefix) == [(expected, prefix.facts)]
+        route = routing.route(prefix)
+        assert (route.error, route.base_url, route.facts, route.released) == (None, expected, prefix.facts, [])
 
 
 def test_staged_array_routing__nonterminal_prefix_never_batched_into_a_terminal_elsewhere():
     prefix = staged_prefix(True, True, IMMUTABLE, kinds=("run.progress", "run.progress", "run.completed"))
-    assert delivery.plan_routes(prefix) == [("https://ledger.example.com", prefix.facts[:2])]
+    route = routing.route(prefix)
+    assert (route.base_url, route.facts, route.released) == ("https://ledger.example.com", prefix.facts[:2], prefix.facts[2:])
 
 
 def test_staged_array_refusal__settled_through_the_failure_policy_not_stranded():
@@ -118,7 +123,7 @@ def test_staged_array_refusal__settled_through_the_failure_policy_not_stranded()
     result = drainer.run_once("owner", max_attempts=5)
     assert result.counts["retried"] == 1
     error, owner, attempts = one("SELECT last_error, lease_owner, attempt_count FROM outbox WHERE run_id = 'run-s'")
-    assert delivery.STAGED_REFUSAL in error and owner is None and attempts == 1
+    assert routing.STAGED_REFUSAL in error and owner is None and attempts == 1
 
 
 def test_token_cache__keyed_by_schema_authority_and_receiver():
@@ -140,21 +145,21 @@ def test_builtin_receiver__stores_once_by_event_id_and_acknowledges():
 
 
 def test_ledger_events__invalid_terminal_performance_becomes_a_reason():
-    fact = claims.Fact("e", "r", "run.completed", {"terminalRuntimePerformance": {"cpuMs": -1}},
+    fact = Fact("e", "r", "run.completed", {"terminalRuntimePerformance": {"cpuMs": -1}},
                        dt.datetime(2026, 1, 1, tzinfo=dt.UTC), 0)
-    payload = delivery.ledger_event(fact)["payload"]
+    payload = ledger_event(fact)["payload"]
     assert "terminalRuntimePerformance" not in payload
     assert payload["terminalRuntimePerformanceUnavailableReason"] == "invalid_terminal_performance"
     valid = {"cpuMs": 1, "wallMs": 2, "peakMemoryBytes": 3, "attempt": 1}
     fact.payload = {"terminalRuntimePerformance": valid}
-    assert delivery.ledger_event(fact)["payload"] == {"terminalRuntimePerformance": valid}
+    assert ledger_event(fact)["payload"] == {"terminalRuntimePerformance": valid}
 
 
 def test_ledger_events__a_null_performance_keeps_the_reason_stored_beside_it():
     """TRM-6: only a present, non-null, invalid value is replaced; an older writer's null and reason pass through."""
     stored = {"terminalRuntimePerformance": None, "terminalRuntimePerformanceUnavailableReason": "invalid_runner_stats"}
-    fact = claims.Fact("e", "r", "run.failed", dict(stored), dt.datetime(2026, 1, 1, tzinfo=dt.UTC), 0)
-    assert delivery.ledger_event(fact)["payload"] == stored
+    fact = Fact("e", "r", "run.failed", dict(stored), dt.datetime(2026, 1, 1, tzinfo=dt.UTC), 0)
+    assert ledger_event(fact)["payload"] == stored
 
 
 def test_search_lane__acknowledged_without_a_receiver():

@@ -77,7 +77,7 @@ def test_four_drainers_failing_receiver__causal_first_sightings_all_delivered_fa
 
 
 def test_failed_head__requeued_by_an_operator__the_lane_moves_again(receiver):
-    from scheduler.outbox import claims
+    from scheduler.outbox import settle
 
     launch = {"runtimeApiBaseUrl": receiver.url, "coordinatorInternalToken": COORDINATOR_TOKEN}
     receiver.failure_rate = 0.0
@@ -87,7 +87,7 @@ def test_failed_head__requeued_by_an_operator__the_lane_moves_again(receiver):
     assert receiver.first_sightings("run-x") == ids[:1]  # one fact per request: the first arrives, the second fails
     assert one("SELECT failed_at IS NOT NULL FROM outbox WHERE event_id = %s", [ids[1]]) is True
     receiver.always_fail.clear()
-    assert claims.requeue_failed_head(ids[1]) is True
+    assert settle.requeue_failed_head(ids[1]) is True
     drain_with(1, max_attempts=2)
     assert receiver.first_sightings("run-x") == ids
     assert "coordinator-secret" not in (one("SELECT coalesce(string_agg(last_error, ' '), '') FROM outbox") or "")

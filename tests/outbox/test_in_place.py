@@ -5,7 +5,8 @@ import threading
 import pytest
 from django.db import connections
 
-from scheduler.outbox import claims, delivery, drainer
+from scheduler.outbox import claims, drainer, receivers, routing
+from scheduler.outbox.receivers.interface import ledger_event
 from tests.factories import loads, one, query
 from tests.outbox.factories import backlog_run
 
@@ -30,8 +31,8 @@ def test_a_prefix_for_this_database__each_fact_written_once__no_lease(lane):
 @pytest.mark.django_db
 def test_a_prefix_for_an_external_receiver__is_still_leased_for_its_delivery():
     backlog_run("run-e", facts=3, launch={"runtimeApiBaseUrl": "http://127.0.0.1:9"})
-    [prefix] = claims.lease_prefixes(["run-e"], "ledger", "owner")
-    assert prefix.acknowledged_in_place is None
+    here, [prefix] = drainer.claim(["run-e"], "owner", drainer.DrainOptions(), max_runs=8)
+    assert here == [] and prefix.leased and prefix.route.kind == "http"
     assert one("SELECT count(*) FROM outbox WHERE lease_owner = 'owner' AND delivered_at IS NULL") == 3
 
 
@@ -42,20 +43,25 @@ def test_a_run_another_drainer_holds__is_not_delivered_in_place():
     # An older release's drainer leases fact rows; its live lease keeps the run's lane.
     query("UPDATE outbox SET lease_owner = 'older', lease_expires_at = now() + interval '1 hour' "
           "WHERE run_id = 'held' AND event_type = 'run.started'")
-    claimed = claims.lease_prefixes(["held", "free"], "ledger", "owner")
-    assert [(prefix.run_id, prefix.acknowledged_in_place) for prefix in claimed] == [("free", 3)]
+    here, leased = drainer.claim(["held", "free"], "owner", drainer.DrainOptions(), max_runs=8)
+    assert [(outcome.prefix.run_id, outcome.acknowledged) for outcome in here] == [("free", 3)] and leased == []
     assert [row[0] for row in query("SELECT DISTINCT run_id FROM run_ledger_events")] == ["free"]
     assert one("SELECT count(*) FROM outbox WHERE run_id = 'held' AND delivered_at IS NOT NULL") == 0
 
 
 @pytest.mark.django_db
-def test_a_staged_terminal__leaves_the_database__so_its_prefix_is_leased():
+def test_a_staged_terminal__leaves_the_database__so_it_is_leased__the_facts_before_it_stay():
     launch = {"arrayInputTerminalRetirementSupported": True,
               "arrayInputTerminalProjectionOrigin": "https://projection.example"}
-    backlog_run("staged", facts=3, launch=launch, array_input_started=True)
-    [prefix] = claims.lease_prefixes(["staged"], "ledger", "owner")
-    assert prefix.acknowledged_in_place is None and prefix.array_input_started
-    assert one("SELECT count(*) FROM outbox WHERE lease_owner = 'owner'") == 3
+    ids = backlog_run("staged", facts=3, launch=launch, array_input_started=True)
+    # The facts before the terminal go to the built-in receiver in the claim; the terminal is left for its own.
+    here, leased = drainer.claim(["staged"], "owner", drainer.DrainOptions(), max_runs=8)
+    assert [(outcome.prefix.run_id, outcome.acknowledged) for outcome in here] == [("staged", 2)] and leased == []
+    assert one("SELECT count(*) FROM outbox WHERE lease_owner IS NOT NULL") == 0
+    here, [prefix] = drainer.claim(["staged"], "owner", drainer.DrainOptions(), max_runs=8)
+    assert here == [] and prefix.leased and prefix.fact_ids == ids[2:]
+    assert prefix.route.kind == "http" and prefix.route.base_url == "https://projection.example"
+    assert one("SELECT count(*) FROM outbox WHERE lease_owner = 'owner'") == 1
 
 
 @pytest.mark.django_db(transaction=True)
@@ -97,9 +103,9 @@ def test_drainers_in_place_and_older_leasing_drainers__each_fact_once__in_causal
     def leasing(owner):
         while not (produced.is_set() and not undelivered()):
             candidates = [row["run_id"] for row in claims.list_ready_runs("ledger", "admission_first", 16)]
-            prefixes = claims.lease_prefixes(candidates, "ledger", owner, in_place=False) if candidates else []
-            assert all(prefix.acknowledged_in_place is None for prefix in prefixes)
-            for outcome in delivery.deliver_all(prefixes):
+            prefixes = claims.claim(candidates, "ledger", owner, lease_seconds=30, max_runs=16) if candidates else []
+            assert all(prefix.leased and routing.route(prefix).error is None for prefix in prefixes)
+            for outcome in receivers.deliver(prefixes):
                 assert outcome.error is None and outcome.acknowledged == len(outcome.prefix.facts)
 
     def produce():
@@ -151,8 +157,9 @@ def test_in_place__payloads_reach_the_ledger_as_delivered_over_http__a_terminal_
           ['{"nested": {"list": [1, "two", null]}, "text": "é"}'])
     query("UPDATE outbox SET payload_json = '{\"terminalRuntimePerformance\": {\"cpuMs\": -1}}' "
           "WHERE event_id = 'run-t:001:run.completed'")
-    expected = {fact.event_id: delivery.ledger_event(fact)
-                for prefix in claims.lease_prefixes(["run-t"], "ledger", "peek", in_place=False) for fact in prefix.facts}
+    expected = {fact.event_id: ledger_event(fact)
+                for prefix in claims.claim(["run-t"], "ledger", "peek", lease_seconds=30, max_runs=1)
+                for fact in prefix.facts}
     query("UPDATE outbox SET lease_owner = NULL, lease_expires_at = NULL")
     assert drainer.run_once("owner").counts["delivered"] == 2
     stored = {event_id: (payload, occurred_at) for event_id, payload, occurred_at in query(

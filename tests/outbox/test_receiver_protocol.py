@@ -6,8 +6,9 @@ import time
 
 import pytest
 
-from scheduler.outbox import authority, drainer, routing
-from scheduler.outbox.claims import Fact, Prefix
+from scheduler.outbox import drainer, routing
+from scheduler.outbox.receivers import authority
+from scheduler.outbox.facts import Fact, Prefix
 from tests.factories import one, query
 from tests.outbox.factories import backlog_run
 from tests.outbox.fake_receiver import COORDINATOR_TOKEN, FakeReceiver, jwt
