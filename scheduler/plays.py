@@ -1,4 +1,4 @@
-"""Small plays for the embedded demo and the tests (`{"callable": "scheduler.plays:NAME"}`)."""
+"""The demo plays `./dev up` launches (`{"callable": "scheduler.plays:NAME"}`); the tests' own live in tests/plays.py."""
 
 import time
 
@@ -7,48 +7,6 @@ def hello(play_input):
     """Greets whoever the input names."""
     name = (play_input or {}).get("name", "world") if isinstance(play_input, dict) else "world"
     return {"greeting": f"hello, {name}"}
-
-
-def sleep(play_input):
-    """Sleeps for input.seconds (default 1), then reports it."""
-    seconds = float((play_input or {}).get("seconds", 1))
-    time.sleep(seconds)
-    return {"slept": seconds}
-
-
-def fail(play_input):
-    raise RuntimeError((play_input or {}).get("message", "the play failed on purpose"))
-
-
-def slow_first_attempt(play_input):
-    """Hangs on attempt 1 (so a test can kill its runner), finishes at once on later attempts."""
-    import os
-
-    if os.environ.get("SCHEDULER_ATTEMPT") == "1":
-        time.sleep(600)
-    return {"attempt": int(os.environ.get("SCHEDULER_ATTEMPT", "0"))}
-
-
-def not_a_number(play_input):
-    """Returns NaN deep in its output: JSON PostgreSQL cannot store."""
-    return {"scores": [1.0, float("nan")]}
-
-
-def nul_text(play_input):
-    """Returns a string holding U+0000: text PostgreSQL cannot store."""
-    return {"text": "before\x00after"}
-
-
-def who_am_i(play_input):
-    """Reports the play's uid and whether it can read another process's environment (input.pid)."""
-    import os
-
-    try:
-        with open(f"/proc/{int((play_input or {}).get('pid', 1))}/environ", "rb"):
-            readable = True
-    except OSError:
-        readable = False
-    return {"uid": os.getuid(), "readsSchedulerEnvironment": readable}
 
 
 ORDER_STEPS = ("reserve-stock", "charge-card", "send-receipt", "ship-parcel")
@@ -67,7 +25,7 @@ def _order_effect(name: str, play_input: dict) -> dict:
 
 
 def durable_order(play_input):
-    """Four durable steps (scheduler.steps): a retried attempt runs only the steps no attempt finished.
+    """Four durable steps (scheduler.sandbox.steps): a retried attempt runs only the steps no attempt finished.
 
     input.interruptAfter (a step number) with input.interrupt "hang" or "kill-runner" stops attempt 1 there:
     "hang" waits to be killed, "kill-runner" kills the runner's process group, so the sweep judges it lost.
@@ -75,7 +33,7 @@ def durable_order(play_input):
     import os
     import signal
 
-    from scheduler.steps import step
+    from scheduler.sandbox.steps import step
 
     play_input = play_input if isinstance(play_input, dict) else {}
     first_attempt = os.environ.get("SCHEDULER_ATTEMPT") == "1"

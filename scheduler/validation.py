@@ -5,61 +5,20 @@ Each check returns the clean value or raises InvalidInput naming the field
 PostgreSQL cannot store (U+0000 and lone surrogates in text, NaN and
 infinities, absurd nesting) at the edge, so the database never discovers it
 (and never quotes it, secrets around it included, in an error or a log).
-Standard library only: the runner uses `unstorable` on a play's output.
+What PostgreSQL cannot store is told by scheduler/sandbox/storable.py, which the runner shares.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from scheduler import messages
 from scheduler.errors import InvalidInput
+from scheduler.sandbox.storable import MAX_JSON_DEPTH, path, text_problem, unstorable  # noqa: F401 - the edge's depth limit too
 
 MAX_SAFE_INTEGER = 2**53 - 1
 MAX_INT32 = 2**31 - 1
-MAX_JSON_DEPTH = 64
 _MISSING = object()
-
-
-def path(parent: str, key: str | int) -> str:
-    """The JSON path of a child: `input.items[3].name`."""
-    if isinstance(key, int):
-        return f"{parent}[{key}]"
-    return f"{parent}.{key}" if parent else key
-
-
-def _text_problem(text: str) -> str | None:
-    if "\x00" in text:
-        return "must not contain the character U+0000"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "must not contain a lone surrogate (invalid Unicode)"
-    return None
-
-
-def unstorable(value: Any, where: str = "") -> tuple[str, str] | None:
-    """(JSON path, what is wrong) of the first value PostgreSQL's jsonb cannot store, or None."""
-    stack = [(value, where, 0)]
-    while stack:
-        item, at, depth = stack.pop()
-        if depth > MAX_JSON_DEPTH:
-            return at, f"nests deeper than {MAX_JSON_DEPTH} levels"
-        if isinstance(item, str):
-            problem = _text_problem(item)
-            if problem:
-                return at, problem
-        elif isinstance(item, float) and not math.isfinite(item):
-            return at, "must be a finite number (not NaN or an infinity)"
-        elif isinstance(item, dict):
-            for key, child in item.items():
-                if not isinstance(key, str) or _text_problem(key):
-                    return path(at, str(key)), "has a key PostgreSQL cannot store"
-                stack.append((child, path(at, key), depth + 1))
-        elif isinstance(item, (list, tuple)):
-            stack.extend((child, path(at, index), depth + 1) for index, child in enumerate(item))
-    return None
 
 
 def storable(value: Any, where: str = "") -> Any:
@@ -89,7 +48,7 @@ def text(value: Any, name: str, *, optional: bool = False, max_length: int = 512
         raise InvalidInput(f"{name} must not be empty", field=name)
     if len(value) > max_length:
         raise InvalidInput(f"{name} must be at most {max_length} characters", field=name)
-    problem = _text_problem(value)
+    problem = text_problem(value)
     if problem:
         raise InvalidInput(f"{name} {problem}", field=name)
     return value

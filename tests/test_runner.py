@@ -4,7 +4,7 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from scheduler import runner
+from scheduler.sandbox import runner
 
 
 def serve(statuses):
@@ -75,21 +75,39 @@ def test_log_tail__the_last_bytes_without_nul(tmp_path):
 
 
 def test_the_runner_and_the_step_api_need_only_the_standard_library():
-    """What a sandbox image carries: `python -m scheduler.runner` and `scheduler.steps`, with no site-packages."""
+    """What a sandbox image carries: scheduler/sandbox/, with no site-packages and Django not importable."""
     import subprocess
     import sys
 
     from tests.support import PROJECT_DIR
 
-    probe = ("import sys; sys.path.insert(0, '.'); import scheduler.runner, scheduler.steps; "
-             "assert not [name for name in sys.modules if name.split('.')[0] in ('django', 'psycopg')]")
+    probe = ("import pkgutil, sys; sys.path.insert(0, '.'); sys.modules['django'] = None; import scheduler.sandbox; "
+             "[__import__(info.name) for info in pkgutil.walk_packages(scheduler.sandbox.__path__, 'scheduler.sandbox.')]; "
+             "assert len([name for name in sys.modules if name.startswith('scheduler.sandbox.')]) >= 4; "
+             "assert not [name for name, module in sys.modules.items() if module and name.split('.')[0] in ('django', 'psycopg', 'httpx')]")
     subprocess.run([sys.executable, "-S", "-c", probe], cwd=PROJECT_DIR, check=True, timeout=60)
+
+
+def test_the_sandbox_package_imports_nothing_of_the_scheduler_outside_itself():
+    """Its shared names live in scheduler/sandbox/protocol.py; the server imports them from there, never back."""
+    import ast
+
+    from tests.support import PROJECT_DIR
+
+    outside = []
+    for path in (PROJECT_DIR / "scheduler" / "sandbox").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            outside += [f"{path.name}: {name}" for name in names
+                        if name.split(".")[0] == "scheduler" and not name.startswith("scheduler.sandbox")]
+    assert outside == []
 
 
 def test_step_refuses_the_schedulers_own_keys_before_any_request():
     import pytest
 
-    from scheduler import steps
+    from scheduler.sandbox import steps
 
     with pytest.raises(ValueError, match="sys:"):
         steps.step("sys:billing", lambda: 1)
@@ -111,10 +129,10 @@ def test_a_play_finishes_although_its_sandbox_folder_was_renamed_while_it_ran(tm
     env = {**os.environ, "PYTHONPATH": str(PROJECT_DIR), "SCHEDULER_RUNNER_TOKEN": "rt",
            "SCHEDULER_API_URL": f"http://127.0.0.1:{server.server_address[1]}", "SCHEDULER_RUN_ID": "run-1",
            "SCHEDULER_ATTEMPT": "2", "SCHEDULER_LEASE_TOKEN": "lease", "SCHEDULER_HEARTBEAT_TIMEOUT_MS": "60000",
-           "SCHEDULER_PLAY": json.dumps({"callable": "scheduler.plays:sleep"}),
+           "SCHEDULER_PLAY": json.dumps({"callable": "tests.plays:sleep"}),
            "SCHEDULER_PLAY_INPUT": json.dumps({"seconds": 1})}
     try:
-        process = subprocess.Popen([sys.executable, "-m", "scheduler.runner"], cwd=staging, env=env)
+        process = subprocess.Popen([sys.executable, "-m", "scheduler.sandbox.runner"], cwd=staging, env=env)
         wait_for(lambda: psutil.Process(process.pid).children(), "the play started")
         staging.rename(renamed)  # while the play sleeps, as LocalProvider.start does once the runner's pid is known
         assert process.wait(timeout=60) == 0

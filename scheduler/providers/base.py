@@ -72,7 +72,7 @@ class StartRequest:
 
 class SandboxProvider:
     name = "base"
-    # The interpreter a sandbox runs `python -m scheduler.runner` with.
+    # The interpreter a sandbox runs `python -m scheduler.sandbox.runner` with.
     runner_python = "python3"
 
     def start(self, request: StartRequest) -> SandboxRef:

@@ -17,8 +17,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_runner_killed__runner_lost_once__attempt_two_completes(local_sandboxes):
-    run_id = factories.launch(launch={"play": {"callable": "scheduler.plays:slow_first_attempt"},
-                                      "sandboxProvider": "local", "heartbeatTimeoutMs": 900})
+    run_id = factories.launch(launch={"play": {"callable": "tests.plays:slow_first_attempt"},
+                                      "sandboxProvider": "local", "heartbeatTimeoutMs": 1000})
     assert dispatch.run_once(5).counts["parked"] == 1
     suspension = factories.loads(one("SELECT suspension_json FROM runs WHERE run_id = %s", [run_id]))
     sandbox_id = suspension["runtimeSandboxRef"]["sandboxId"]

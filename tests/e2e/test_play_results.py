@@ -20,8 +20,8 @@ def _run_to_the_end(play: str) -> dict:
 
 
 @pytest.mark.parametrize("play,path", [
-    ("scheduler.plays:not_a_number", "output.scores[1]"),
-    ("scheduler.plays:nul_text", "output.text"),
+    ("tests.plays:not_a_number", "output.scores[1]"),
+    ("tests.plays:nul_text", "output.text"),
 ])
 def test_unstorable_output__failed_unstorable_output_naming_the_path__no_rerun(local_sandboxes, play, path):
     outcome = _run_to_the_end(play)
@@ -32,7 +32,7 @@ def test_unstorable_output__failed_unstorable_output_naming_the_path__no_rerun(l
 
 @pytest.mark.parametrize("play,expected", [
     ("scheduler.no_such_module:play", "ModuleNotFoundError: No module named 'scheduler.no_such_module'"),
-    ("scheduler.plays:no_such_function", "AttributeError"),
+    ("tests.plays:no_such_function", "AttributeError"),
 ])
 def test_a_play_that_cannot_start__play_start_failed_with_the_traceback_tail(local_sandboxes, play, expected):
     outcome = _run_to_the_end(play)
@@ -56,7 +56,7 @@ def test_local_sandbox_as_root__the_play_runs_unprivileged_and_cannot_read_the_s
     if os.geteuid() != 0:
         pytest.skip("plays change user only when the scheduler runs as root")
     run_id = factories.launch(input={"pid": os.getpid()},
-                              launch={"play": {"callable": "scheduler.plays:who_am_i"}, "sandboxProvider": "local"})
+                              launch={"play": {"callable": "tests.plays:who_am_i"}, "sandboxProvider": "local"})
     assert dispatch.run_once(5).counts["parked"] == 1
     wait_for(lambda: lifecycle.run_status(run_id).status == "completed", "the play reporting who it is")
     output = loads(one("SELECT terminal_result_json FROM runs WHERE run_id = %s", [run_id]))["output"]

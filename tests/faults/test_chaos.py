@@ -48,7 +48,7 @@ class Stack:
             return False
 
     def launch(self, count: int) -> list[str]:
-        body = json.dumps({"playName": "scheduler.plays:sleep", "orgId": "org-chaos", "input": {"seconds": 1},
+        body = json.dumps({"playName": "tests.plays:sleep", "orgId": "org-chaos", "input": {"seconds": 1},
                            "launch": {"sandboxProvider": "local"}}).encode()
         run_ids = []
         for _ in range(count):

@@ -23,7 +23,7 @@ def ref(sandbox_id, org="org-a"):
 
 def test_start__creates_sandbox_and_runner_session(daytona):
     fake, provider = daytona
-    started = provider.start(StartRequest("run-1", 1, "org-a", {"A": "1"}, ["python3", "-m", "scheduler.runner"]))
+    started = provider.start(StartRequest("run-1", 1, "org-a", {"A": "1"}, ["python3", "-m", "scheduler.sandbox.runner"]))
     assert started == SandboxRef("daytona", "dt-1", "org-a")
     assert fake.sandboxes["dt-1"]["env"] == {"A": "1"}
     assert ("POST", "/api/toolbox/dt-1/toolbox/process/session/runner/exec") in fake.requests
@@ -107,8 +107,8 @@ def test_inspect__5xx_or_unreachable__unknown_never_gone():
 
 def test_find_started__by_the_labels_start_gave_and_only_under_the_orgs_own_key(daytona):
     fake, provider = daytona
-    started = provider.start(StartRequest("run-9", 3, "org-a", {}, ["python3", "-m", "scheduler.runner"]))
-    provider.start(StartRequest("run-9", 2, "org-a", {}, ["python3", "-m", "scheduler.runner"]))
+    started = provider.start(StartRequest("run-9", 3, "org-a", {}, ["python3", "-m", "scheduler.sandbox.runner"]))
+    provider.start(StartRequest("run-9", 2, "org-a", {}, ["python3", "-m", "scheduler.sandbox.runner"]))
     assert provider.find_started("run-9", 3, "org-a") == [started]
     assert provider.find_started("run-9", 3, "org-b") == []
     fake.sandboxes[started.sandbox_id]["state"] = "destroyed"
@@ -131,8 +131,8 @@ def test_calls_reuse_one_connection_per_thread():
     with FakeDaytona(KEYS, keep_alive=True) as fake:
         provider = DaytonaProvider(fake.url, {"org-a": "key-a"}, timeout=5)
         try:
-            provider.start(StartRequest("run-1", 1, "org-a", {}, ["python3", "-m", "scheduler.runner"]))
-            provider.start(StartRequest("run-2", 1, "org-a", {}, ["python3", "-m", "scheduler.runner"]))
+            provider.start(StartRequest("run-1", 1, "org-a", {}, ["python3", "-m", "scheduler.sandbox.runner"]))
+            provider.start(StartRequest("run-2", 1, "org-a", {}, ["python3", "-m", "scheduler.sandbox.runner"]))
         finally:
             outbound.close_thread_transports()
     assert len(fake.client_ports) == 6 and len(set(fake.client_ports)) == 1  # two starts, three calls each
@@ -147,7 +147,7 @@ def test_every_threads_client_shares_one_tls_context():
         contexts = []
 
         def start(number):
-            provider.start(StartRequest(f"run-{number}", 1, "org-a", {}, ["python3", "-m", "scheduler.runner"]))
+            provider.start(StartRequest(f"run-{number}", 1, "org-a", {}, ["python3", "-m", "scheduler.sandbox.runner"]))
             (transport,) = outbound._THREAD.by_origin.values()
             contexts.append(transport._pool._ssl_context)
             outbound.close_thread_transports()

@@ -1,6 +1,6 @@
 """Plays only the receipt tests start."""
 
-from scheduler.steps import step
+from scheduler.sandbox.steps import step
 
 
 def nan_step(play_input):

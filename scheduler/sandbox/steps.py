@@ -22,10 +22,10 @@ import threading
 import time
 from typing import Any, Callable
 
-from scheduler.runner import RunnerConfig, exchange
-from scheduler.validation import unstorable
+from scheduler.sandbox.protocol import RESERVED_KEY_PREFIX
+from scheduler.sandbox.runner import RunnerConfig, exchange
+from scheduler.sandbox.storable import unstorable
 
-RESERVED_PREFIX = "sys:"
 HELD_POLL_SECONDS = 0.5
 
 
@@ -108,8 +108,8 @@ def _unstorable(result: Any) -> str | None:
 
 def step(key: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Run `function(*args, **kwargs)` once for this run under `key`; later attempts get its stored result."""
-    if not isinstance(key, str) or not key or key.startswith(RESERVED_PREFIX):
-        raise ValueError(f"a step key is a non-empty string outside the scheduler's {RESERVED_PREFIX!r} namespace")
+    if not isinstance(key, str) or not key or key.startswith(RESERVED_KEY_PREFIX):
+        raise ValueError(f"a step key is a non-empty string outside the scheduler's {RESERVED_KEY_PREFIX!r} namespace")
     config = _config()
     receipt = _claim(config, key)
     if receipt["outcome"] == "completed":

@@ -1,12 +1,12 @@
-"""The detached runner: what a sandbox executes (`python -m scheduler.runner`).
+"""The detached runner: what a sandbox executes (`python -m scheduler.sandbox.runner`).
 
 It runs one play (a `module:function` callable or a command) in a child
 process, heartbeats to the scheduler (RUN-4) at a third of its heartbeat
 timeout, stops the play when a cancel is queued or its attempt is no longer
 current, and posts exactly one terminal with stats.runtimeResources measured
 from the play's process. Transient HTTP failures are retried with backoff.
-Standard library only (with scheduler/validation.py, itself standard library
-only): sandbox images need nothing else. A play that cannot start, or whose
+Standard library only, like all of scheduler/sandbox/: sandbox images need
+nothing else. A play that cannot start, or whose
 output PostgreSQL could not store, is reported at once as a failed result
 (`play_start_failed`, `unstorable_output`) with the tail of the runner's log,
 never left to be judged lost and run again.
@@ -32,11 +32,10 @@ import traceback
 import urllib.error
 import urllib.request
 
-from scheduler.validation import unstorable
+from scheduler.sandbox.protocol import PLAY_START_FAILED, UNSTORABLE_OUTPUT
+from scheduler.sandbox.storable import unstorable
 
 TRANSIENT_STATUSES = {429, 500, 502, 503, 504}
-PLAY_START_FAILED = "play_start_failed"
-UNSTORABLE_OUTPUT = "unstorable_output"
 MESSAGE_LIMIT = 2000
 TRACEBACK_LINES = 12
 LOG_TAIL_BYTES = 8 * 1024
@@ -105,7 +104,7 @@ def start_play(config: RunnerConfig, output_path: str) -> subprocess.Popen:
     if not callable_path or ":" not in callable_path:
         raise ValueError("SCHEDULER_PLAY needs {\"callable\": \"module:function\"} or {\"command\": [...]}")
     return subprocess.Popen(
-        [sys.executable, "-m", "scheduler.runner", "--call", callable_path, output_path],
+        [sys.executable, "-m", "scheduler.sandbox.runner", "--call", callable_path, output_path],
         stdin=subprocess.DEVNULL, env={**os.environ, "SCHEDULER_PLAY_INPUT": json.dumps(config.play_input)},
     )
 
