@@ -7,15 +7,13 @@ here; the domain (scheduler/runs/) receives typed values only.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from typing import Any
-from urllib.parse import urlsplit
 
 from scheduler import validation
 from scheduler.errors import InvalidInput
-from scheduler.kinds import Environment, Provider, ResultStatus, RunStatus, values
+from scheduler.kinds import Environment, ResultStatus, RunStatus, values
 from scheduler.operations.run_list import MAX_PAGE, RunFilter
-from scheduler.runs import receipts
+from scheduler.runs import launch_rules, receipts
 from scheduler.runs.lifecycle import LaunchRequest
 from scheduler.runs.settlement import Settlement
 
@@ -35,51 +33,6 @@ def _launch_snapshot(snapshot: Any) -> None:
         validation.integer(sandbox["timeoutSeconds"], "launch.contractSnapshot.sandbox.timeoutSeconds", minimum=1)
 
 
-PLAY_CALLABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*")
-HEARTBEAT_TIMEOUT_MS = (1_000, 86_400_000)
-MAX_COMMAND_PARTS = 64
-
-
-def _url(value: Any, name: str) -> str:
-    text = validation.text(value, name, max_length=2048)
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidInput(f"{name} must be an http(s) URL", field=name)
-    return text
-
-
-def play_spec(play: Any, name: str = "launch.play") -> dict:
-    """{"callable": "module:function"} or {"command": ["program", "arg", ...]}: what the runner can start."""
-    play = validation.json_object(play, name)
-    if set(play) == {"callable"}:
-        if not isinstance(play["callable"], str) or not PLAY_CALLABLE.fullmatch(play["callable"]):
-            raise InvalidInput(f"{name}.callable must read module:function", field=f"{name}.callable")
-        return play
-    if set(play) == {"command"}:
-        command = play["command"]
-        if (not isinstance(command, list) or not 1 <= len(command) <= MAX_COMMAND_PARTS
-                or not all(isinstance(part, str) and part for part in command)):
-            raise InvalidInput(f"{name}.command must be a list of 1 to {MAX_COMMAND_PARTS} non-empty strings",
-                               field=f"{name}.command")
-        return play
-    raise InvalidInput(f'{name} must be {{"callable": "module:function"}} or {{"command": [...]}}', field=name)
-
-
-def _launch_placement(launch: dict) -> None:
-    """The keys the dispatcher and the runner read (RUN-2, RUN-3): each must be what they can use."""
-    if launch.get("heartbeatTimeoutMs") is not None:
-        low, high = HEARTBEAT_TIMEOUT_MS
-        validation.integer(launch["heartbeatTimeoutMs"], "launch.heartbeatTimeoutMs", minimum=low, maximum=high)
-    if launch.get("sandboxProvider") is not None:
-        validation.choice(launch["sandboxProvider"], "launch.sandboxProvider", values(Provider))
-    if launch.get("routingDomain") is not None:
-        validation.text(launch["routingDomain"], "launch.routingDomain")
-    if launch.get("runnerApiUrl") is not None:
-        _url(launch["runnerApiUrl"], "launch.runnerApiUrl")
-    if launch.get("play") is not None:
-        play_spec(launch["play"])
-
-
 def launch_json(launch: Any) -> dict:
     """requirements §1.8: the launch keys the scheduler reads must have their types."""
     launch = validation.json_object(launch, "launch")
@@ -96,7 +49,7 @@ def launch_json(launch: Any) -> dict:
         validation.integer(launch["maxConcurrentExternalCalls"], "launch.maxConcurrentExternalCalls", minimum=1)
     if launch.get("contractSnapshot") is not None:
         _launch_snapshot(launch["contractSnapshot"])
-    _launch_placement(launch)
+    launch_rules.check_placement(launch)
     return launch
 
 
@@ -117,7 +70,7 @@ def launch_request(body: Any) -> LaunchRequest:
     body = validation.storable(validation.json_object(body, "body"))
     launch = launch_json(body.get("launch", {}))
     play_name = validation.text(validation.field(body, "playName"), "playName")
-    if launch.get("play") is None and not PLAY_CALLABLE.fullmatch(play_name):
+    if launch.get("play") is None and not launch_rules.PLAY_CALLABLE.fullmatch(play_name):
         raise InvalidInput('playName must read module:function (or the launch names its play: launch.play)',
                            field="playName")
     return LaunchRequest(
