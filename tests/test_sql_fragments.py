@@ -7,7 +7,7 @@ import pytest
 from scheduler import sql
 from scheduler.kinds import FENCING_ATTEMPT_STATUSES
 
-FRAGMENTS = sql.parse_fragments((sql.SQL_DIR / sql.FRAGMENTS_FILE).read_text())
+FRAGMENTS = sql.all_fragments()
 
 # What each shared definition looks like when a block spells it out by hand instead of using its fragment.
 HAND_WRITTEN = {
@@ -19,12 +19,15 @@ HAND_WRITTEN = {
     "acknowledgement": re.compile(r"SET\s+delivered_at\s*=", re.IGNORECASE),
     "ledger event store": re.compile(r"INSERT\s+INTO\s+__schema__\.run_ledger_events", re.IGNORECASE),
     "provider fallback": re.compile(r"'sandboxProvider'"),
+    "cleanup obligation insert": re.compile(r"INSERT\s+INTO\s+__schema__\.sandbox_cleanup_jobs_v2\b", re.IGNORECASE),
+    "production as the default environment": re.compile(r"'production'"),
+    "fact time": re.compile(r"max\(\s*fact\.created_at\s*\)", re.IGNORECASE),
 }
 
 
 def _source_blocks():
     for path in sorted(sql.SQL_DIR.glob("*.sql")):
-        if path.name != sql.FRAGMENTS_FILE:
+        if path not in sql.fragment_files():
             yield from sql.parse_blocks(path.read_text(), path.name).items()
 
 

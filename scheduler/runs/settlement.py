@@ -139,8 +139,3 @@ def keep_late_result(item: Settlement) -> bool:
     except psycopg.errors.UndefinedTable:
         return False
     return bool(row["late"])
-
-
-def recorded_terminals(release_id: str | None = None, limit: int = 100) -> list[dict]:
-    """TRM-7: recorded runner terminals on still-open attempts, per release lane, with the run's current suspension."""
-    return db.fetch_all("attempts_list_unsettled_terminals", {"release_id": release_id, "limit": limit})

@@ -30,7 +30,22 @@ import re
 from pathlib import Path
 
 SQL_DIR = Path(__file__).resolve().parent
-FRAGMENTS_FILE = "fragments.sql"
+FRAGMENTS_GLOB = "fragments*.sql"  # fragments.sql, and fragments_<domain>.sql once one file would grow too long
+
+
+def fragment_files() -> list[Path]:
+    return sorted(SQL_DIR.glob(FRAGMENTS_GLOB))
+
+
+def all_fragments() -> dict[str, tuple[tuple[str, ...], str]]:
+    """Every fragment of every fragment file; a name defined twice is refused."""
+    fragments: dict[str, tuple[tuple[str, ...], str]] = {}
+    for path in fragment_files():
+        for name, fragment in parse_fragments(path.read_text()).items():
+            if name in fragments:
+                raise SqlBlockError(f"{path.name}: fragment {name} is also defined in another file")
+            fragments[name] = fragment
+    return fragments
 _HEADER = re.compile(r"^--\s*name:\s*([a-z][a-z0-9_]*)\s*$", re.MULTILINE)
 _FRAGMENT_HEADER = re.compile(r"^--\s*fragment:\s*([a-z][a-z0-9_]*)\(([a-z_, ]*)\)\s*$", re.MULTILINE)
 _USE = re.compile(r"\{\{([a-z][a-z0-9_]*)\(")
@@ -126,9 +141,9 @@ def _load() -> tuple[dict[str, str], dict[str, str]]:
     """Every block of every file (`__schema__` still in place), and the `-- plan:` mark of the marked ones."""
     blocks: dict[str, str] = {}
     marks: dict[str, str] = {}
-    fragments = parse_fragments((SQL_DIR / FRAGMENTS_FILE).read_text())
+    fragments = all_fragments()
     for path in sorted(SQL_DIR.glob("*.sql")):
-        if path.name == FRAGMENTS_FILE:
+        if path in fragment_files():
             continue
         text = expand_fragments(path.read_text(), fragments, path.name)
         for name, sql in parse_blocks(text, path.name).items():

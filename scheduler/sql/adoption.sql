@@ -91,15 +91,11 @@ WITH pending_legacy AS MATERIALIZED (
       AND legacy.attempt = proven.attempt AND legacy.environment = proven.environment
       AND legacy.routing_domain IS NOT DISTINCT FROM proven.routing_domain
     RETURNING legacy.sandbox_id
-), copied AS (
-    -- (d) every other pending legacy row becomes a v2 daytona obligation.
-    INSERT INTO __schema__.sandbox_cleanup_jobs_v2 (
-        provider, sandbox_id, run_id, attempt, environment, routing_domain, status, attempt_count, failure_count,
-        available_at, last_error, created_at, updated_at, blocked_at, block_reason
-    )
-    SELECT 'daytona', legacy.sandbox_id, legacy.run_id, legacy.attempt, legacy.environment, legacy.routing_domain,
-           legacy.status, legacy.attempt_count, legacy.failure_count, legacy.available_at, legacy.last_error,
-           legacy.created_at, now(), legacy.blocked_at, legacy.block_reason
+), unproven_legacy AS (
+    -- (d) every other pending legacy row becomes a v2 daytona obligation, its state copied.
+    SELECT 'daytona'::text AS provider, legacy.sandbox_id, legacy.run_id, legacy.attempt, legacy.environment,
+           legacy.routing_domain, legacy.status, legacy.attempt_count, legacy.failure_count, legacy.available_at,
+           legacy.last_error, legacy.created_at, legacy.blocked_at, legacy.block_reason
     FROM pending_legacy AS legacy
     WHERE NOT EXISTS (
         SELECT 1 FROM proven_legacy AS proven
@@ -107,8 +103,8 @@ WITH pending_legacy AS MATERIALIZED (
           AND proven.attempt = legacy.attempt AND proven.environment = legacy.environment
           AND proven.routing_domain IS NOT DISTINCT FROM legacy.routing_domain
     )
-    ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
-    RETURNING sandbox_id
+), copied AS (
+    {{cleanup_obligations_insert(unproven_legacy)}}
 )
 SELECT (SELECT count(*) FROM settled_duplicate) AS settled_duplicates,
        (SELECT count(*) FROM settled_legacy) AS settled_legacy,

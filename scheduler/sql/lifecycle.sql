@@ -262,14 +262,14 @@ WITH resource AS (
     WHERE run.run_id = %(run_id)s::text
       AND NOT run.runtime_resources_json @> jsonb_build_array(jsonb_build_object('sandboxId', %(sandbox_id)s::text))
     RETURNING run.run_id, run.launch_json
+), started_sandbox AS (
+    SELECT %(provider)s::text AS provider, %(sandbox_id)s::text AS sandbox_id, run.run_id,
+           %(attempt)s::integer AS attempt, {{launch_environment(run.launch_json)}} AS environment,
+           %(routing_domain)s::text AS routing_domain, {{fresh_cleanup_state()}}
+    FROM __schema__.runs AS run
+    WHERE run.run_id = %(run_id)s::text
 )
-INSERT INTO __schema__.sandbox_cleanup_jobs_v2 (provider, sandbox_id, run_id, attempt, environment, routing_domain)
-SELECT %(provider)s::text, %(sandbox_id)s::text, run.run_id, %(attempt)s::integer,
-       coalesce(nullif(run.launch_json ->> 'environment', ''), 'production'), %(routing_domain)s::text
-FROM __schema__.runs AS run
-WHERE run.run_id = %(run_id)s::text
-ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
-RETURNING sandbox_id;
+{{cleanup_obligations_insert(started_sandbox)}};
 
 -- name: runs_read_terminal_result
 -- The recorded terminal result of a run (the demo prints its output).

@@ -191,14 +191,14 @@ WITH hint AS (
     DELETE FROM __schema__.control AS hint
     WHERE hint.key = %(key)s::text
     RETURNING hint.value_json ->> 'runId' AS run_id, (hint.value_json ->> 'attempt')::integer AS attempt
-), obligations AS (
-    INSERT INTO __schema__.sandbox_cleanup_jobs_v2 (provider, sandbox_id, run_id, attempt, environment, routing_domain)
-    SELECT %(provider)s::text, started.sandbox_id, hint.run_id, hint.attempt,
-           coalesce(nullif(run.launch_json ->> 'environment', ''), 'production'), %(routing_domain)s::text
+), found_sandboxes AS (
+    SELECT %(provider)s::text AS provider, started.sandbox_id, hint.run_id, hint.attempt,
+           {{launch_environment(run.launch_json)}} AS environment, %(routing_domain)s::text AS routing_domain,
+           {{fresh_cleanup_state()}}
     FROM hint
     JOIN __schema__.runs AS run ON run.run_id = hint.run_id
     CROSS JOIN unnest(%(sandbox_ids)s::text[]) AS started(sandbox_id)
-    ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
-    RETURNING sandbox_id
+), obligations AS (
+    {{cleanup_obligations_insert(found_sandboxes)}}
 )
 SELECT (SELECT count(*) FROM hint) AS dropped, (SELECT count(*) FROM obligations) AS obligations;

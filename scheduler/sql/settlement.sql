@@ -49,9 +49,7 @@ WITH item AS MATERIALIZED (
                ELSE 'failed'
            END AS outcome,
            -- One base time for every fact this statement writes, so their order is causal.
-           greatest(clock_timestamp(),
-                    coalesce((SELECT max(fact.created_at) FROM __schema__.outbox AS fact
-                              WHERE fact.run_id = target.run_id), '-infinity') + interval '1 microsecond') AS fact_base,
+           __schema__.next_fact_time(target.run_id, 0) AS fact_base,
            CASE WHEN jsonb_typeof(target.result -> 'terminalProgressEvents') = 'array'
                 THEN target.result -> 'terminalProgressEvents' ELSE '[]'::jsonb END AS progress_events,
            -- Only the runner envelope's stats.runtimeResources is a source, never play output.
@@ -94,19 +92,19 @@ WITH item AS MATERIALIZED (
     INSERT INTO __schema__.compute_billing_jobs_v2 (run_id)
     SELECT verdict.run_id FROM verdict WHERE verdict.outcome <> 'retry'
     ON CONFLICT (run_id) DO NOTHING
-), cleanup_obligation AS (
+), parked_sandbox AS (
     -- CLN-1: the attempt's sandbox, from the detached suspension parked on this attempt.
-    INSERT INTO __schema__.sandbox_cleanup_jobs_v2 (provider, sandbox_id, run_id, attempt, environment, routing_domain)
-    SELECT {{suspension_provider(verdict.suspension_json)}},
-           verdict.suspension_json -> 'runtimeSandboxRef' ->> 'sandboxId',
-           verdict.run_id, verdict.attempt,
-           coalesce(nullif(verdict.launch_json ->> 'environment', ''), 'production'),
-           nullif(verdict.suspension_json -> 'runtimeSandboxRef' ->> 'routingDomain', '')
+    SELECT {{suspension_provider(verdict.suspension_json)}} AS provider,
+           verdict.suspension_json -> 'runtimeSandboxRef' ->> 'sandboxId' AS sandbox_id,
+           verdict.run_id, verdict.attempt, {{launch_environment(verdict.launch_json)}} AS environment,
+           nullif(verdict.suspension_json -> 'runtimeSandboxRef' ->> 'routingDomain', '') AS routing_domain,
+           {{fresh_cleanup_state()}}
     FROM verdict
     WHERE verdict.suspension_json ->> 'kind' = 'detached_runner'
       AND verdict.suspension_json -> 'runnerAttempt' = to_jsonb(verdict.attempt)
       AND nullif(verdict.suspension_json -> 'runtimeSandboxRef' ->> 'sandboxId', '') IS NOT NULL
-    ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
+), cleanup_obligation AS (
+    {{cleanup_obligations_insert(parked_sandbox)}}
 ), unparked_runner AS (
     -- A runner reported from a sandbox its attempt never parked (the dispatcher died between start and park):
     -- the sweep finds that sandbox by its run/attempt tags and gives it its cleanup obligation (CLN-1).
@@ -193,19 +191,6 @@ LEFT JOIN target ON target.run_id = item.run_id
 LEFT JOIN verdict ON verdict.run_id = item.run_id
 LEFT JOIN run_after ON run_after.run_id = item.run_id
 ORDER BY item.position;
-
--- name: attempts_list_unsettled_terminals
--- Recorded runner terminals on still-open attempts, for settlement by whoever comes first (SWP-5, TRM-7).
-SELECT attempt.run_id, attempt.attempt, attempt.lease_token,
-       nullif(run.launch_json ->> 'absurdReleaseId', '') AS release_id, run.suspension_json
-FROM __schema__.attempts AS attempt
-JOIN __schema__.runs AS run ON run.run_id = attempt.run_id
-WHERE run.status IN ('running', 'waiting')
-  AND attempt.status IN ('claimed', 'running', 'waiting')
-  AND attempt.runner_result_json ->> 'status' IN ('completed', 'failed')
-  AND (%(release_id)s::text IS NULL OR run.launch_json ->> 'absurdReleaseId' = %(release_id)s::text)
-ORDER BY attempt.run_id
-LIMIT %(limit)s::integer;
 
 -- name: attempts_keep_late_result
 -- A runner's terminal that arrives, on the attempt's own lease, after a scheduler verdict (runner_lost, dispatch_lost, wait_deadline_exceeded, an unacknowledged cancel) settled the attempt: kept beside the verdict, first write wins; the attempt, the run and the ledger keep the verdict.

@@ -2,7 +2,7 @@
 
 import pytest
 
-from scheduler.runs import settlement
+from scheduler.runs import reads, settlement
 from scheduler.errors import LeaseMismatch, NotFound
 from tests import factories, recording
 from tests.factories import loads, one, query
@@ -149,12 +149,12 @@ def test_recorded_terminals__per_release_lane_with_the_current_suspension():
     other = factories.parked_run(launch={"absurdReleaseId": "rel-b"})
     for parked in (in_lane, other):
         recording.record_runner_terminal(parked.run_id, 1, factories.completed_result())
-    rows = settlement.recorded_terminals("rel-a")
+    rows = reads.recorded_terminals_by_lane(["rel-a"])
     assert [(row["run_id"], row["release_id"]) for row in rows] == [(in_lane.run_id, "rel-a")]
     assert rows[0]["suspension_json"]["runtimeSandboxRef"]["sandboxId"] == in_lane.sandbox_id
-    assert {row["run_id"] for row in settlement.recorded_terminals()} == {in_lane.run_id, other.run_id}
+    assert {row["run_id"] for row in reads.recorded_terminals_by_lane(["rel-a", "rel-b"])} == {in_lane.run_id, other.run_id}
     settlement.settle_attempt(in_lane.run_id, 1, in_lane.lease_token)
-    assert [row["run_id"] for row in settlement.recorded_terminals("rel-a")] == []
+    assert [row["run_id"] for row in reads.recorded_terminals_by_lane(["rel-a"])] == []
 
 
 def test_settle__nulls_inside_output_and_error_reach_the_terminal_fact_as_sent():

@@ -1,0 +1,26 @@
+-- Fragments of the cleanup obligations (CLN-1), shared by settlement, dispatch, the sweep and adoption.
+
+-- fragment: launch_environment(launch_json)
+-- CLN-1, ADM-1: the environment a launch names; a launch that names none (or an empty one) is production's.
+coalesce(nullif({launch_json} ->> 'environment', ''), 'production')
+
+-- fragment: fresh_cleanup_state()
+-- CLN-1: the state columns of a new cleanup obligation (pending, never tried, due now), for cleanup_obligations_insert.
+'pending'::text AS status, 0 AS attempt_count, 0 AS failure_count, now() AS available_at, NULL::text AS last_error,
+now() AS created_at, NULL::timestamptz AS blocked_at, NULL::text AS block_reason
+
+-- fragment: cleanup_obligations_insert(source)
+-- CLN-1: a sandbox's cleanup obligation, once per (provider, sandbox, routing domain). `source` is a relation of
+-- provider, sandbox_id, run_id, attempt, environment, routing_domain and the state columns: fresh_cleanup_state()
+-- for a new obligation, a legacy row's own when adoption copies it.
+INSERT INTO __schema__.sandbox_cleanup_jobs_v2 (
+    provider, sandbox_id, run_id, attempt, environment, routing_domain, status, attempt_count, failure_count,
+    available_at, last_error, created_at, updated_at, blocked_at, block_reason
+)
+SELECT obligation.provider, obligation.sandbox_id, obligation.run_id, obligation.attempt, obligation.environment,
+       obligation.routing_domain, obligation.status, obligation.attempt_count, obligation.failure_count,
+       obligation.available_at, obligation.last_error, obligation.created_at, now(), obligation.blocked_at,
+       obligation.block_reason
+FROM {source} AS obligation
+ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
+RETURNING sandbox_id
