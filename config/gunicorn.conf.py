@@ -17,6 +17,14 @@ logger_class = "config.access_log.AccessLogger"
 wsgi_app = "config.wsgi:application"
 
 
+def worker_exit(server, worker):
+    """A worker that stops settles what its batch settler still holds before it goes (requests already
+    answered are never left unsettled)."""
+    from scheduler.runs import settler
+
+    settler.close_shared()
+
+
 def post_worker_init(worker):
     """Move everything the loaded application allocated out of the collector's reach: a full collection then
     walks only what requests allocate, instead of pausing every thread over Django's whole heap."""

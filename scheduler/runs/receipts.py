@@ -152,11 +152,6 @@ def claim(caller: Caller, keys: list[str], lease_ms: int = DEFAULT_LEASE_MS) -> 
     return _call("receipts_claim", caller, items, lease_ms=_lease_ms(lease_ms))
 
 
-def mark_running(caller: Caller, keys: list[str], lease_ms: int = DEFAULT_LEASE_MS) -> list[ReceiptAnswer]:
-    """Mark keys running under new leases: a claim by another name (the seed's markReceiptsStatus running)."""
-    return claim(caller, keys, lease_ms)
-
-
 def complete(caller: Caller, items: list[Item], *, return_output: bool = True) -> list[ReceiptAnswer]:
     """Complete each key with its output, first write wins; an item without a lease id is the cache insert."""
     items = _checked(items)

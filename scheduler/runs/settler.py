@@ -143,7 +143,7 @@ def shared_settler() -> BatchSettler:
 
 
 def close_shared() -> None:
-    """Stop this process's settler, if one was started (tests, shutdown)."""
+    """Stop this process's settler, if one was started, settling what it holds (a gunicorn worker's exit)."""
     global _shared
     with _lock:
         shared, _shared = _shared, None

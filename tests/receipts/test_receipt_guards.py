@@ -14,7 +14,6 @@ KEYS = ["a", "b", "sys:billing", "c"]
 
 MUTATING = {
     "claim": lambda c: receipts.claim(c, KEYS),
-    "mark_running": lambda c: receipts.mark_running(c, KEYS),
     "mark_queued": lambda c: receipts.mark_queued(c, KEYS),
     "complete": lambda c: receipts.complete(c, [Item(key, None, 1) for key in KEYS]),
     "fail": lambda c: receipts.fail(c, [Item(key, "lease", error={"code": "x", "message": "y"}) for key in KEYS]),
