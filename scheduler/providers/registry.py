@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+from typing import Callable
 
 from scheduler.conf import scheduler_settings
 from scheduler.kinds import Provider
@@ -37,22 +38,38 @@ def local_start_refusal() -> str | None:
             "(set SCHEDULER_ALLOW_LOCAL_SANDBOXES=true to allow)")
 
 
+def _local() -> SandboxProvider:
+    from scheduler.providers.local import LocalProvider
+
+    return LocalProvider(scheduler_settings.sandbox_dir, refuse_starts=local_start_refusal(),
+                         run_as=scheduler_settings.local_sandbox_user)
+
+
+def _daytona() -> SandboxProvider:
+    from scheduler.providers.daytona import DaytonaProvider
+
+    return DaytonaProvider(scheduler_settings.daytona_api_url, scheduler_settings.daytona_api_keys,
+                           snapshot=scheduler_settings.daytona_snapshot)
+
+
+def _modal() -> SandboxProvider:
+    from scheduler.providers.modal import ModalProvider
+
+    if scheduler_settings.modal_server_url:
+        os.environ.setdefault("MODAL_SERVER_URL", scheduler_settings.modal_server_url)
+    return ModalProvider(scheduler_settings.modal_tokens, image=scheduler_settings.modal_image)
+
+
+# One builder per member of kinds.Provider, the one list of providers (a test holds the two together; the
+# cleanup tables' CHECK constraints and SCHEDULER_DEFAULT_PROVIDER's choices derive from the enum too).
+BUILDERS: dict[Provider, Callable[[], SandboxProvider]] = {
+    Provider.LOCAL: _local, Provider.DAYTONA: _daytona, Provider.MODAL: _modal,
+}
+
+
 @functools.cache
 def get_provider(name: str) -> SandboxProvider:
-    if name == Provider.LOCAL:
-        from scheduler.providers.local import LocalProvider
-
-        return LocalProvider(scheduler_settings.sandbox_dir, refuse_starts=local_start_refusal(),
-                             run_as=scheduler_settings.local_sandbox_user)
-    if name == Provider.DAYTONA:
-        from scheduler.providers.daytona import DaytonaProvider
-
-        return DaytonaProvider(scheduler_settings.daytona_api_url, scheduler_settings.daytona_api_keys,
-                               snapshot=scheduler_settings.daytona_snapshot)
-    if name == Provider.MODAL:
-        from scheduler.providers.modal import ModalProvider
-
-        if scheduler_settings.modal_server_url:
-            os.environ.setdefault("MODAL_SERVER_URL", scheduler_settings.modal_server_url)
-        return ModalProvider(scheduler_settings.modal_tokens, image=scheduler_settings.modal_image)
-    raise ProviderError(f"unknown sandbox provider {name!r}", permanent=True)
+    try:
+        return BUILDERS[Provider(name)]()
+    except ValueError:
+        raise ProviderError(f"unknown sandbox provider {name!r}", permanent=True) from None

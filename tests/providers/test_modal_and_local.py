@@ -77,7 +77,7 @@ TOKENS = {"ws-a": {"tokenId": "id-a", "tokenSecret": "s-a"}, "ws-b": {"tokenId":
 def test_modal__start_inspect_delete_read_back():
     modal = fake_modal()
     provider = ModalProvider(TOKENS, modal_module=modal)
-    ref = provider.start(StartRequest("run", 1, "ws-a", {"A": "1"}, ["python3", "-m", "scheduler.runner"]))
+    ref = provider.start(StartRequest("run", 1, "ws-a", {"A": "1"}, ["python3", "-m", "scheduler.sandbox.runner"]))
     assert ref == SandboxRef("modal", "sb-1", "ws-a")
     assert provider.inspect(ref) is Inspection.RUNNING
     assert provider.delete(ref) is DeleteOutcome.ACCEPTED
@@ -146,7 +146,7 @@ def test_malformed_provider_settings__refused_at_start_up_without_echoing_keys(n
 def test_modal__find_started__the_attempts_running_sandbox_by_its_name():
     modal = fake_modal()
     provider = ModalProvider(TOKENS, modal_module=modal)
-    ref = provider.start(StartRequest("run-m", 2, "ws-a", {}, ["python3", "-m", "scheduler.runner"]))
+    ref = provider.start(StartRequest("run-m", 2, "ws-a", {}, ["python3", "-m", "scheduler.sandbox.runner"]))
     assert provider.find_started("run-m", 2, "ws-a") == [ref]
     assert provider.find_started("run-m", 1, "ws-a") == []
     assert provider.find_started("run-m", 2, "ws-b") == []  # another workspace's credential sees nothing
@@ -182,3 +182,15 @@ def test_local_provider__refuses_plays_on_a_reachable_bind_outside_debug(setting
         with pytest.raises(ProviderError, match="local sandboxes are for development") as raised:
             LocalProvider(tmp_path, refuse_starts=reason).start(StartRequest("run-1", 1, None, {}, ["true"]))
         assert raised.value.permanent
+
+
+def test_the_providers_are_declared_once__registry_constraints_and_settings_follow_the_enum():
+    from scheduler.conf import SchedulerSettings
+    from scheduler.kinds import Provider, values
+    from scheduler.models.cleanup_tables import PROVIDERS
+    from scheduler.providers import registry
+
+    assert set(registry.BUILDERS) == set(Provider)
+    assert tuple(PROVIDERS) == values(Provider)
+    with pytest.raises(Exception, match="must be one of " + ", ".join(values(Provider))):
+        SchedulerSettings.environment({"SCHEDULER_DEFAULT_PROVIDER": "kubernetes"})
