@@ -55,6 +55,14 @@ def failed_result(code: str = "play_error", message: str = "boom", **extra) -> d
     return {"status": "failed", "error": {"code": code, "message": message}, **extra}
 
 
+def recorded_unsettled(run_id: str, attempt: int, result: dict, log_payload=None) -> None:
+    """Seed a runner terminal recorded on its attempt but not settled: what an older release, which recorded and
+    settled in two statements, leaves when it dies between them (production records and settles in one)."""
+    query("UPDATE attempts SET runner_result_json = %s::jsonb, runner_log_payload_json = %s::jsonb, "
+          "runner_terminal_received_at = clock_timestamp() WHERE run_id = %s AND attempt = %s",
+          [json.dumps(result), None if log_payload is None else json.dumps(log_payload), run_id, attempt])
+
+
 def query(sql: str, params=None) -> list[tuple]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params or [])

@@ -48,21 +48,49 @@ def _failed(code: FailureCode, message: str) -> dict:
     return {"status": ResultStatus.FAILED, "error": {"code": code, "message": message}, "verdict": code}
 
 
+@dataclass(frozen=True)
+class LossRecord:
+    """TRM-2: whether this call recorded the loss, and whether a result is recorded at all (by it or earlier)."""
+
+    recorded_now: bool
+    recorded: bool
+
+
+def record_runner_loss(run_id: str, attempt: int, lease_token: str, expected_heartbeat_identity: str | None,
+                       result: dict, log_payload: dict | None = None) -> LossRecord:
+    """TRM-2: the synthetic runner-loss ingress, fenced on the heartbeat identity the caller saw (None: no
+    heartbeat ever), the lease, no newer attempt and no queued cancel; it never overwrites a recorded result."""
+    row = db.fetch_one("attempts_record_runner_loss", {
+        "run_id": run_id, "attempt": attempt, "lease_token": lease_token,
+        "expected_heartbeat_at": expected_heartbeat_identity, "result": json.dumps(result),
+        "log_payload": None if log_payload is None else json.dumps(log_payload),
+    })
+    return LossRecord(bool(row["recorded_now"]), bool(row["recorded"]))
+
+
 def record_verdict(kind: VerdictKind, row: dict, result: dict, now: dt.datetime | None, identity=None) -> bool:
-    """SWP-4: the fenced first write; then settle. False when a fence moved.
+    """SWP-4: the fenced first write; then settle what is recorded. False when a fence moved (nothing recorded by
+    this call).
 
     `kind` must be a VerdictKind: a misspelt kind raises here, and the
     statement itself refuses a kind it does not know.
     """
     kind = VerdictKind(kind)
-    recorded = db.execute("attempts_record_parked_verdict", {
-        "run_id": row["run_id"], "attempt": row["attempt"], "lease_token": row["lease_token"],
-        "kind": kind, "expected_heartbeat_at": identity, "now": now,
-        "result": json.dumps(result), "log_payload": json.dumps({"attempt": row["attempt"], "verdict": kind}),
-    })
+    log_payload = {"attempt": row["attempt"], "verdict": kind}
+    if kind is VerdictKind.RUNNER_LOST:
+        loss = record_runner_loss(row["run_id"], row["attempt"], row["lease_token"], identity, result, log_payload)
+        recorded_now, recorded = loss.recorded_now, loss.recorded
+    else:
+        recorded_now = recorded = bool(db.execute("attempts_record_parked_verdict", {
+            "run_id": row["run_id"], "attempt": row["attempt"], "lease_token": row["lease_token"], "kind": kind,
+            "expected_heartbeat_at": identity, "now": now, "result": json.dumps(result),
+            "log_payload": json.dumps(log_payload),
+        }))
     if recorded:
+        # A result an earlier call recorded (the runner's own, say) is settled too: the attempt must not wait for
+        # the next sweep's SWP-5 pass.
         settlement.settle_attempt(row["run_id"], row["attempt"], row["lease_token"])
-    return bool(recorded)
+    return recorded_now
 
 
 def discover(limit: int, default_timeout_ms: int, after_run_ids: dict | None = None, now=None) -> list[dict]:

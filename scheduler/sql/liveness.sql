@@ -24,8 +24,51 @@
     WHERE attempt.status IN ('running', 'waiting')
 ))}};
 
+-- name: attempts_record_runner_loss
+-- TRM-2, SWP-4: the synthetic runner-loss ingress (the sweep's runner_lost verdict, the operator's declare_runner_lost): record the loss on the parked attempt only while its heartbeat_at IS NOT DISTINCT FROM the identity the caller saw (null: no heartbeat ever), its lease holds, no newer attempt exists and no cancel is queued, never over a recorded result; `recorded` is true when a result is recorded on the attempt, by this call or an earlier one.
+WITH locked_run AS MATERIALIZED (
+    -- The run before the attempt, as every writer locks; whatever its status, so the read below follows a
+    -- settlement that held the lock first (a row lock reads its row's latest committed version).
+    SELECT run.run_id, run.status, run.run_log_store, run.suspension_json
+    FROM __schema__.runs AS run
+    WHERE run.run_id = %(run_id)s::text
+    FOR NO KEY UPDATE
+), judged AS MATERIALIZED (
+    SELECT attempt.run_id, attempt.attempt, attempt.status, attempt.heartbeat_at,
+           attempt.runner_result_json IS NOT NULL AS has_result,
+           locked_run.status AS run_status, locked_run.run_log_store, locked_run.suspension_json
+    FROM __schema__.attempts AS attempt
+    JOIN locked_run ON locked_run.run_id = attempt.run_id
+    WHERE attempt.run_id = %(run_id)s::text
+      AND attempt.attempt = %(attempt)s::integer
+      AND attempt.lease_token = %(lease_token)s::text
+    FOR NO KEY UPDATE OF attempt
+), recorded AS (
+    UPDATE __schema__.attempts AS target
+    SET runner_result_json = %(result)s::jsonb,
+        runner_log_payload_json = CASE WHEN judged.run_log_store = 'planet_scale' THEN %(log_payload)s::jsonb END,
+        runner_terminal_received_at = clock_timestamp(),
+        -- As the seed's verdict: the judged attempt's last liveness fact is the verdict itself.
+        heartbeat_at = now(),
+        updated_at = now()
+    FROM judged
+    WHERE target.run_id = judged.run_id
+      AND target.attempt = judged.attempt
+      AND NOT judged.has_result
+      AND judged.status = 'waiting'
+      AND judged.run_status = 'waiting'
+      AND judged.suspension_json ->> 'kind' = 'detached_runner'
+      AND judged.suspension_json -> 'runnerAttempt' = to_jsonb(judged.attempt)
+      AND judged.heartbeat_at IS NOT DISTINCT FROM %(expected_heartbeat_at)s::timestamptz
+      AND NOT {{newer_attempt_exists(target.run_id, target.attempt)}}
+      AND NOT EXISTS (SELECT 1 FROM __schema__.control AS cancel WHERE cancel.key = {{cancel_key(target.run_id)}})
+    RETURNING target.run_id
+)
+SELECT EXISTS (SELECT 1 FROM recorded) AS recorded_now,
+       EXISTS (SELECT 1 FROM recorded) OR coalesce((SELECT judged.has_result FROM judged), false) AS recorded;
+
 -- name: attempts_record_parked_verdict
--- The sweep's first write: record the runner terminal a parked attempt would, fenced in one statement on everything a provider read could have outdated (SWP-4, RUN-10, SWP-7).
+-- The sweep's first write for the verdicts other than a lost runner: record the terminal a parked attempt would, fenced in one statement on everything a provider read could have outdated (RUN-10, SWP-7).
 WITH parked_run AS MATERIALIZED (
     SELECT run.run_id, run.run_log_store, run.wait_deadline
     FROM __schema__.runs AS run
@@ -50,9 +93,6 @@ WHERE target.run_id = parked_run.run_id
   AND target.runner_result_json IS NULL
   AND NOT {{newer_attempt_exists(target.run_id, target.attempt)}}
   AND CASE %(kind)s::text
-      WHEN 'runner_lost' THEN
-          target.heartbeat_at IS NOT DISTINCT FROM %(expected_heartbeat_at)s::timestamptz
-          AND NOT EXISTS (SELECT 1 FROM __schema__.control AS cancel WHERE cancel.key = {{cancel_key(target.run_id)}})
       WHEN 'cancel_unacknowledged' THEN
           target.heartbeat_at IS NOT DISTINCT FROM %(expected_heartbeat_at)s::timestamptz
           AND EXISTS (SELECT 1 FROM __schema__.control AS cancel WHERE cancel.key = {{cancel_key(target.run_id)}})

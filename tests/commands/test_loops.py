@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from scheduler.runs import settlement
-from tests import factories, recording
+from tests import factories
 from tests.concurrency.threads import wait_until_blocked
 from tests.factories import loads, one
 from tests.support import PROJECT_DIR, connect, current_database_url, manage_command, manage_env, run_manage
@@ -23,7 +23,7 @@ def start(name, *args, app):
 
 def test_liveness_sweep__sigterm_mid_tick__tick_finishes_and_exit_0():
     parked = factories.parked_run()
-    recording.record_runner_terminal(parked.run_id, 1, factories.completed_result())
+    factories.recorded_unsettled(parked.run_id, 1, factories.completed_result())
     with connect() as holder:
         holder.execute("SELECT 1 FROM runtime_scheduler.runs WHERE run_id = %s FOR UPDATE", [parked.run_id])
         process = start("run_liveness_sweep", "--interval", "0.2", app="sweep-under-test")

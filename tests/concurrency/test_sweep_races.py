@@ -5,7 +5,7 @@ import json
 import pytest
 
 from scheduler import db
-from scheduler.runs import settlement
+from scheduler.runs import liveness, settlement
 from tests import factories
 from tests.concurrency import threads
 from tests.factories import loads, one, query
@@ -16,11 +16,8 @@ IDENTITY = "2026-04-01T00:00:00.000000Z"
 
 
 def sweep_verdict(run):
-    recorded = db.execute("attempts_record_parked_verdict", {
-        "run_id": run.run_id, "attempt": 1, "lease_token": run.lease_token, "kind": "runner_lost",
-        "expected_heartbeat_at": IDENTITY, "now": None,
-        "result": json.dumps(factories.failed_result("runner_lost")), "log_payload": json.dumps({"writer": "sweep"}),
-    })
+    recorded = int(liveness.record_runner_loss(run.run_id, 1, run.lease_token, IDENTITY,
+                                               factories.failed_result("runner_lost"), {"writer": "sweep"}).recorded_now)
     settled = settlement.settle_attempt(run.run_id, 1, run.lease_token)
     return recorded, settled
 

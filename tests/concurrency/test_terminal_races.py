@@ -5,8 +5,8 @@ import threading
 import pytest
 from django.db import transaction
 
-from scheduler.runs import lifecycle, settlement
-from tests import factories, recording
+from scheduler.runs import lifecycle, liveness, settlement
+from tests import factories
 from tests.concurrency import threads
 from tests.factories import loads, one, query
 
@@ -27,9 +27,10 @@ def test_runner_terminal_vs_synthetic_loss__200_trials__one_result_the_first_wri
             )
 
         def sweep(run=run):
-            outcome = recording.record_runner_terminal(
-                run.run_id, 1, factories.failed_result("runner_lost", writer="sweep"),
-                log_payload={"writer": "sweep"}, expected_heartbeat_identity=IDENTITY,
+            """The sweep's production loss ingress (TRM-2), then its settlement."""
+            outcome = liveness.record_runner_loss(
+                run.run_id, 1, run.lease_token, IDENTITY,
+                factories.failed_result("runner_lost", writer="sweep", verdict="runner_lost"), {"writer": "sweep"},
             )
             settlement.settle_attempt(run.run_id, 1, run.lease_token)
             return outcome
@@ -42,7 +43,7 @@ def test_runner_terminal_vs_synthetic_loss__200_trials__one_result_the_first_wri
         ))
         writer = "runner" if result["status"] == "completed" else "sweep"
         assert log == {"writer": writer}
-        assert sweep_record.is_this_result == (writer == "sweep")
+        assert sweep_record.recorded_now == (writer == "sweep") and sweep_record.recorded
         winners[writer] += 1
         terminal_facts = query(
             "SELECT event_type FROM outbox WHERE run_id = %s AND event_type IN ('run.completed', 'run.failed')", [run.run_id]
@@ -56,7 +57,7 @@ def test_runner_terminal_vs_synthetic_loss__200_trials__one_result_the_first_wri
 
 def test_array_intent_vs_settlement__never_registered_after_the_terminal_committed():
     parked = factories.parked_run(org_id="org-a")
-    recording.record_runner_terminal(parked.run_id, 1, factories.completed_result())
+    factories.recorded_unsettled(parked.run_id, 1, factories.completed_result())
     may_commit, holding = threading.Event(), threading.Event()
 
     def settle_and_hold():
@@ -85,7 +86,7 @@ def test_array_intent_vs_settlement__never_registered_after_the_terminal_committ
 def test_array_intent_vs_settlement__200_trials__registered_then_terminal_or_refused():
     parked = [factories.parked_run(org_id="org-a") for _ in range(TRIALS)]
     for run in parked:
-        recording.record_runner_terminal(run.run_id, 1, factories.completed_result())
+        factories.recorded_unsettled(run.run_id, 1, factories.completed_result())
     seen = set()
     for run in parked:
         registered, settled = threads.run_together(

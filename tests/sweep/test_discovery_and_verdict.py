@@ -9,7 +9,7 @@ from django.db import transaction
 
 from scheduler import db
 from scheduler.runs import lifecycle, liveness, settlement
-from tests import factories, recording
+from tests import factories
 from tests.factories import one, query
 
 pytestmark = pytest.mark.django_db
@@ -49,13 +49,13 @@ def test_discovery__each_exclusion_keeps_the_runner_out_of_inspection(exclusion)
     elif exclusion == "newer_attempt":
         query("INSERT INTO attempts (run_id, attempt, status) VALUES (%s, 2, 'claimed')", [parked.run_id])
     else:
-        recording.record_runner_terminal(parked.run_id, 1, factories.completed_result())
+        factories.recorded_unsettled(parked.run_id, 1, factories.completed_result())
     assert inspected() == []
 
 
 def test_discovery__recorded_terminal__offered_for_settlement():
     parked = stale_run()
-    recording.record_runner_terminal(parked.run_id, 1, factories.completed_result())
+    factories.recorded_unsettled(parked.run_id, 1, factories.completed_result())
     rows = liveness.discover(100, 60_000, None, LATER)
     assert [(r["work"], r["run_id"]) for r in rows] == [("settle", parked.run_id)]
 
@@ -99,6 +99,9 @@ def test_discovery__cursor_walks_past_candidates_already_read():
 
 
 def verdict(parked, identity=IDENTITY, kind="runner_lost"):
+    if kind == "runner_lost":
+        return int(liveness.record_runner_loss(parked.run_id, parked.attempt, parked.lease_token, identity,
+                                               factories.failed_result("runner_lost"), {}).recorded_now)
     return db.execute("attempts_record_parked_verdict", {
         "run_id": parked.run_id, "attempt": parked.attempt, "lease_token": parked.lease_token, "kind": kind,
         "expected_heartbeat_at": identity, "now": None,

@@ -9,7 +9,7 @@ from scheduler import db
 from scheduler.runs import lifecycle, settlement
 from scheduler.providers import DeleteOutcome, Inspection, ProviderError, SandboxRef
 from scheduler.runs import liveness
-from tests import factories, recording
+from tests import factories
 from tests.factories import one, query
 
 pytestmark = pytest.mark.django_db
@@ -73,7 +73,7 @@ def test_unknown_answer__no_verdict(provider):
 
 def test_recorded_terminal__settled_by_the_sweep(provider):
     parked = factories.parked_run()
-    recording.record_runner_terminal(parked.run_id, 1, factories.completed_result())
+    factories.recorded_unsettled(parked.run_id, 1, factories.completed_result())
     assert liveness.run_once().counts["settled"] == 1
     assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "completed"
     assert provider.calls == []

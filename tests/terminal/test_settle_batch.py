@@ -6,7 +6,7 @@ import json
 import pytest
 
 from scheduler import db
-from scheduler.runs import lifecycle, settlement
+from scheduler.runs import lifecycle, liveness, settlement
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -89,11 +89,7 @@ def test_swept_losses_settled_in_one_batch__each_fenced_on_its_own_heartbeat_ide
     never_beat, moved_on = factories.parked_run(), factories.parked_run()
     lifecycle.heartbeat(moved_on.run_id, 1, moved_on.lease_token)
     for parked in (never_beat, moved_on):
-        db.execute("attempts_record_parked_verdict", {
-            "run_id": parked.run_id, "attempt": 1, "lease_token": parked.lease_token, "kind": "runner_lost",
-            "expected_heartbeat_at": None, "now": None, "result": json.dumps(factories.failed_result("runner_lost")),
-            "log_payload": None,
-        })
+        liveness.record_runner_loss(parked.run_id, 1, parked.lease_token, None, factories.failed_result("runner_lost"))
     answers = settlement.settle_attempts([settlement.Settlement(p.run_id, 1, p.lease_token) for p in (never_beat, moved_on)])
     assert [(a.recorded, a.run_status) for a in answers] == [(True, "queued"), (False, None)]
     assert factories.one("SELECT status FROM runs WHERE run_id = %s", [moved_on.run_id]) == "waiting"

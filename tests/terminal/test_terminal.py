@@ -2,9 +2,9 @@
 
 import pytest
 
-from scheduler.runs import reads, settlement
+from scheduler.runs import liveness, reads, settlement
 from scheduler.errors import LeaseMismatch, NotFound
-from tests import factories, recording
+from tests import factories
 from tests.factories import loads, one, query
 
 pytestmark = pytest.mark.django_db
@@ -15,25 +15,50 @@ def _result_and_log(run_id):
     return loads(result), loads(log)
 
 
+def _settle(parked, result, log_payload=None, attempt=1):
+    """The production ingress of a runner's terminal (TRM-1): attempts_settle records and settles."""
+    return settlement.settle_attempts([settlement.Settlement(parked.run_id, attempt, parked.lease_token, result,
+                                                             None, log_payload, from_runner=True)])[0]
+
+
+def _loss(parked, identity, attempt=1):
+    """The production synthetic-loss ingress (TRM-2): attempts_record_runner_loss."""
+    return liveness.record_runner_loss(parked.run_id, attempt, parked.lease_token, identity,
+                                       factories.failed_result("runner_lost", verdict="runner_lost"),
+                                       {"verdict": "runner_lost"})
+
+
 def test_record__first_write_wins__result_and_log_never_overwritten():
     parked = factories.parked_run(run_log_store="planet_scale")
-    first = recording.record_runner_terminal(parked.run_id, 1, factories.completed_result({"n": 1}), log_payload={"from": "first"})
-    second = recording.record_runner_terminal(parked.run_id, 1, factories.failed_result(), log_payload={"from": "second"})
+    first = _settle(parked, factories.completed_result({"n": 1}), {"from": "first"})
+    second = _settle(parked, factories.failed_result(), {"from": "second"})
     assert (first.recorded, first.is_this_result) == (True, True)
     assert (second.recorded, second.is_this_result) == (True, False)
     result, log = _result_and_log(parked.run_id)
     assert result["output"] == {"n": 1} and log == {"from": "first"}
 
 
+def test_record__a_second_result_on_a_recorded_unsettled_attempt__overwrites_neither_result_nor_log():
+    parked = factories.parked_run(run_log_store="planet_scale")
+    factories.recorded_unsettled(parked.run_id, 1, factories.completed_result({"n": 1}), {"from": "first"})
+    second = _settle(parked, factories.failed_result(), {"from": "second"})
+    assert (second.recorded, second.is_this_result, second.run_status) == (True, False, "completed")
+    result, log = _result_and_log(parked.run_id)
+    assert result["output"] == {"n": 1} and log == {"from": "first"}
+
+
 def test_record__log_payload_kept_only_for_planet_scale_runs():
     parked = factories.parked_run()
-    recording.record_runner_terminal(parked.run_id, 1, factories.completed_result(), log_payload={"lines": ["x"]})
+    _settle(parked, factories.completed_result(), {"lines": ["x"]})
     assert _result_and_log(parked.run_id)[1] is None
+    kept = factories.parked_run(run_log_store="planet_scale")
+    _settle(kept, factories.completed_result(), {"lines": ["x"]})
+    assert _result_and_log(kept.run_id)[1] == {"lines": ["x"]}
 
 
 def test_record__unknown_attempt__false_and_nothing_invented():
     parked = factories.parked_run()
-    outcome = recording.record_runner_terminal(parked.run_id, 9, factories.completed_result())
+    outcome = _settle(parked, factories.completed_result(), attempt=9)
     assert (outcome.attempt_exists, outcome.recorded) == (False, False)
     assert one("SELECT count(*) FROM attempts WHERE run_id = %s", [parked.run_id]) == 1
 
@@ -41,18 +66,16 @@ def test_record__unknown_attempt__false_and_nothing_invented():
 def test_synthetic_loss__matching_identity_records__stale_identity_refused():
     parked = factories.parked_run()
     query("UPDATE attempts SET heartbeat_at = '2026-01-01T00:00:00.000001Z' WHERE run_id = %s", [parked.run_id])
-    stale = recording.record_runner_terminal(parked.run_id, 1, factories.failed_result("runner_lost"),
-                                            expected_heartbeat_identity="2026-01-01T00:00:00.000000Z")
-    assert stale.recorded is False
-    exact = recording.record_runner_terminal(parked.run_id, 1, factories.failed_result("runner_lost"),
-                                            expected_heartbeat_identity="2026-01-01T00:00:00.000001Z")
-    assert exact.recorded is True
+    assert _loss(parked, "2026-01-01T00:00:00.000000Z") == liveness.LossRecord(False, False)
+    assert _result_and_log(parked.run_id)[0] is None
+    assert _loss(parked, "2026-01-01T00:00:00.000001Z") == liveness.LossRecord(True, True)
+    assert _result_and_log(parked.run_id)[0]["verdict"] == "runner_lost"
 
 
 def test_synthetic_loss__null_identity_means_no_heartbeat_ever():
     parked = factories.parked_run()
-    assert recording.record_runner_terminal(parked.run_id, 1, factories.failed_result("runner_lost"),
-                                           expected_heartbeat_identity=None).recorded is True
+    query("UPDATE attempts SET heartbeat_at = NULL WHERE run_id = %s", [parked.run_id])
+    assert _loss(parked, None) == liveness.LossRecord(True, True)
 
 
 def test_heartbeat_one_microsecond_later__defeats_synthetic_loss_with_older_identity():
@@ -63,19 +86,32 @@ def test_heartbeat_one_microsecond_later__defeats_synthetic_loss_with_older_iden
     query("UPDATE attempts SET heartbeat_at = '2999-01-01T00:00:00.000000Z' WHERE run_id = %s", [parked.run_id])
     beat = lifecycle.heartbeat(parked.run_id, 1, parked.lease_token)
     assert beat.heartbeat_identity == "2999-01-01T00:00:00.000001Z"
-    refused = recording.record_runner_terminal(parked.run_id, 1, factories.failed_result("runner_lost"),
-                                              expected_heartbeat_identity="2999-01-01T00:00:00.000000Z")
-    assert refused.recorded is False
+    assert _loss(parked, "2999-01-01T00:00:00.000000Z").recorded is False
     assert _result_and_log(parked.run_id)[0] is None
 
 
 def test_synthetic_loss__after_a_real_result__reports_recorded_without_overwriting():
+    """TRM-2's "already recorded -> true" branch: the identity no longer matters, nothing is overwritten."""
     parked = factories.parked_run()
-    recording.record_runner_terminal(parked.run_id, 1, factories.completed_result())
-    late = recording.record_runner_terminal(parked.run_id, 1, factories.failed_result("runner_lost"),
-                                           expected_heartbeat_identity="2000-01-01T00:00:00.000000Z")
-    assert (late.recorded, late.is_this_result) == (True, False)
+    factories.recorded_unsettled(parked.run_id, 1, factories.completed_result())
+    assert _loss(parked, "2000-01-01T00:00:00.000000Z") == liveness.LossRecord(False, True)
     assert _result_and_log(parked.run_id)[0]["status"] == "completed"
+    settled = factories.parked_run()
+    _settle(settled, factories.completed_result())  # recorded and settled: the attempt is no longer parked
+    assert _loss(settled, None) == liveness.LossRecord(False, True)
+
+
+def test_synthetic_loss__a_queued_cancel_or_a_newer_attempt__records_nothing():
+    from scheduler.runs import lifecycle
+
+    cancelled = factories.parked_run()
+    query("UPDATE attempts SET heartbeat_at = NULL WHERE run_id = %s", [cancelled.run_id])
+    lifecycle.cancel_run(cancelled.run_id, "test")
+    assert _loss(cancelled, None) == liveness.LossRecord(False, False)
+    newer = factories.parked_run()
+    query("UPDATE attempts SET heartbeat_at = NULL WHERE run_id = %s", [newer.run_id])
+    query("INSERT INTO attempts (run_id, attempt, status) VALUES (%s, 2, 'claimed')", [newer.run_id])
+    assert _loss(newer, None) == liveness.LossRecord(False, False)
 
 
 def test_settle__completed__attempt_run_billing_cleanup_and_fact_in_one_go():
@@ -128,7 +164,7 @@ def test_settle__non_retryable_failure__failed():
 
 def test_settle__newer_attempt_exists__refused():
     parked = factories.parked_run()
-    recording.record_runner_terminal(parked.run_id, 1, factories.completed_result())
+    factories.recorded_unsettled(parked.run_id, 1, factories.completed_result())
     query("INSERT INTO attempts (run_id, attempt, status) VALUES (%s, 2, 'claimed')", [parked.run_id])
     assert settlement.settle_attempt(parked.run_id, 1, parked.lease_token).run_status is None
     assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "waiting"
@@ -148,7 +184,7 @@ def test_recorded_terminals__per_release_lane_with_the_current_suspension():
     in_lane = factories.parked_run(launch={"absurdReleaseId": "rel-a"})
     other = factories.parked_run(launch={"absurdReleaseId": "rel-b"})
     for parked in (in_lane, other):
-        recording.record_runner_terminal(parked.run_id, 1, factories.completed_result())
+        factories.recorded_unsettled(parked.run_id, 1, factories.completed_result())
     rows = reads.recorded_terminals_by_lane(["rel-a"])
     assert [(row["run_id"], row["release_id"]) for row in rows] == [(in_lane.run_id, "rel-a")]
     assert rows[0]["suspension_json"]["runtimeSandboxRef"]["sandboxId"] == in_lane.sandbox_id
