@@ -2,6 +2,8 @@ import pytest
 
 from tests.support import ScratchDatabase
 
+pytest_plugins = ["tests.plugins.block_coverage"]
+
 
 @pytest.fixture
 def scratch_db():

@@ -76,6 +76,8 @@ def manage_env(database_url_value: str, **extra: str) -> dict:
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST")}
     env.pop("DJANGO_SETTINGS_MODULE", None)
     env.update({"DATABASE_URL": database_url_value, "LC_ALL": "C.UTF-8"})
+    # The block-coverage guard's recorder (tests/plugins/sitecustomize.py) loads in the subprocess too.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_DIR / "tests" / "plugins"), env.get("PYTHONPATH")]))
     env.update(extra)
     return env
 

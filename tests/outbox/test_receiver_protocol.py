@@ -203,3 +203,17 @@ def test_deliveries_reuse_their_connection_to_a_receiver(receiver):
     assert drain()["delivered"] == 4
     ports = {request["client_port"] for request in receiver.requests}
     assert len(receiver.requests) == 5 and len(ports) == 1  # a token request and four events, one connection
+
+
+def test_a_route_cut_before_a_terminal_bound_elsewhere__delivers_the_rest__returns_the_terminal(receiver):
+    """OBX-8: the facts before a staged terminal go to the ordinary receiver; the terminal's lease is returned
+    unspent (no attempt counted), for the next claim, which starts at it."""
+    launch = launch_for(receiver, arrayInputTerminalRetirementSupported=True,
+                        arrayInputTerminalProjectionOrigin="https://projection.example.com")
+    ids = backlog_run("run-cut", kinds=["run.progress", "run.progress", "run.completed"], launch=launch,
+                      array_input_started=True)
+    counts = drainer.run_once("cutting-drainer", batch=1).counts
+    assert (counts["delivered"], counts["released"], counts["retried"]) == (2, 1, 0)
+    assert [event["eventId"] for request in receiver.event_requests() for event in request["body"]["events"]] == ids[:2]
+    assert query("SELECT delivered_at IS NULL, lease_owner, attempt_count FROM outbox WHERE event_id = %s",
+                 [ids[2]]) == [(True, None, 0)]
