@@ -91,8 +91,7 @@ def _read_and_deliver(run_ids: list[str], lane: Lane, lease_owner: str, lease_se
                       deliver_here: DeliverHere, group, locked: dict[str, dict]) -> dict[str, Prefix]:
     """Read the locked runs' prefixes, let `deliver_here` deliver what it can, lease exactly the rest."""
     read = group(db.fetch_all("outbox_read_prefixes", {
-        "run_ids": run_ids, "lane": lane, "lease_owner": lease_owner, "max_facts": MAX_PREFIX,
-        "terminal_types": list(TERMINAL_FACT_TYPES)}), locked, leased=False)
+        "run_ids": run_ids, "lane": lane, "max_facts": MAX_PREFIX, "terminal_types": list(TERMINAL_FACT_TYPES)}), locked, leased=False)
     delivered = {prefix.run_id for prefix in deliver_here(list(read.values()))} if read else set()
     rest = [prefix for run_id, prefix in read.items() if run_id not in delivered]
     if not rest:

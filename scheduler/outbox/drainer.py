@@ -64,9 +64,9 @@ def run_once(lease_owner: str, *, should_stop=lambda: False, **overrides) -> Dra
         if not candidates:
             if listed and not listing_full:
                 break  # the last listing held everything ready then; what came since is the next tick's
-            candidates = _own_slice_first([row["run_id"] for row in claims.list_ready_runs(
-                options.lane, options.head_priority, CANDIDATES)], lease_owner)
-            listed, listing_full = True, len(candidates) >= CANDIDATES
+            listing = claims.list_ready_runs(options.lane, options.head_priority, CANDIDATES)
+            candidates = _own_slice_first(listing, lease_owner, options.head_priority)
+            listed, listing_full = True, len(listing) >= CANDIDATES
             continue
         locked: list[str] = []
         full = _drain(candidates, lease_owner, options, result, locked)
@@ -131,16 +131,23 @@ def claim(run_ids: list[str], lease_owner: str, options: DrainOptions, *, max_ru
     return here, leased
 
 
-def _own_slice_first(candidates: list[str], lease_owner: str) -> list[str]:
-    """Rotate the ordered candidates so concurrent drainers start on different slices.
+def _own_slice_first(listing: list[dict], lease_owner: str, head_priority: HeadPriority) -> list[str]:
+    """The listed run ids, the leading class rotated so concurrent drainers start on different slices of it.
 
-    Every drainer reads the same order; without this they all lock and lease
-    the same first runs and all but one find them taken. The order within the
-    window is a preference, so rotating it keeps each run's causal order and
-    the window's priority classes intact.
+    Every drainer reads the same order; without this they all lock the same
+    first runs and all but one find them taken. Only the runs of the listing's
+    first class rotate among themselves (in admission_first order; oldest_ready
+    is one class), so a lower-class run is never claimed before a higher-class
+    one (OBX-4), and each run's own facts keep their causal order whatever the
+    order of runs.
     """
-    if len(candidates) <= RUNS_PER_CLAIM:
-        return candidates
-    slices = max(1, len(candidates) // RUNS_PER_CLAIM)
+    def group(row: dict) -> int:
+        return row["class"] if HeadPriority(head_priority) is HeadPriority.ADMISSION_FIRST else 0
+
+    run_ids = [row["run_id"] for row in listing]
+    leading = next((index for index, row in enumerate(listing) if group(row) != group(listing[0])), len(listing))
+    if leading <= RUNS_PER_CLAIM:
+        return run_ids
+    slices = leading // RUNS_PER_CLAIM
     start = (zlib.crc32(lease_owner.encode()) % slices) * RUNS_PER_CLAIM
-    return candidates[start:] + candidates[:start]
+    return run_ids[start:leading] + run_ids[:start] + run_ids[leading:]

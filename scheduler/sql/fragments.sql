@@ -73,13 +73,14 @@ WHERE fact.event_id = ANY ({event_ids})
   AND (fact.lease_owner IS NULL OR fact.lease_owner = {lease_owner} OR fact.lease_expires_at <= now())
 RETURNING fact.event_id
 
--- fragment: claimable_prefixes(run_ids, lane, lease_owner)
+-- fragment: claimable_prefixes(run_ids, lane)
 -- OBX-3, OBX-5: the two CTEs of a claim under the runs' locks: `ranked` numbers each run's undelivered facts in
 -- causal order; `eligible_runs` keeps the runs whose head is ready and whose lane no other drainer holds.
 ranked AS MATERIALIZED (
     SELECT fact.event_id, fact.run_id, fact.event_type, fact.payload_json, fact.attempt_count, fact.failed_at,
            fact.next_attempt_at, fact.created_at,
-           fact.lease_owner IS NOT NULL AND fact.lease_expires_at > now() AND fact.lease_owner <> {lease_owner} AS held,
+           -- OBX-3: a live lease holds the run's lane whoever holds it, this drainer included.
+           fact.lease_owner IS NOT NULL AND fact.lease_expires_at > now() AS held,
            row_number() OVER (PARTITION BY fact.run_id ORDER BY fact.created_at, fact.event_id) AS position
     FROM __schema__.outbox AS fact
     WHERE fact.run_id = ANY ({run_ids}) AND fact.lane = {lane} AND fact.delivered_at IS NULL

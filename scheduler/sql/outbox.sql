@@ -1,32 +1,31 @@
 -- name: outbox_list_ready_runs
--- Runs whose lane head is ready (not failed, due, no live lease), in admission_first or oldest_ready order, minus excluded runs; reserves nothing (OBX-2..4, OBX-7).
+-- Runs whose lane head is ready (not failed, due, no live lease in its lane, its own drainer's included), minus excluded runs, in admission_first order (a run.created head, then a run with a pending terminal, then on the ledger lane one with a pending run.waiting, then the rest; each class by its head's own created_at, then run id) or oldest_ready order (head age, then run id); reserves nothing (OBX-2..4, OBX-7).
 -- plan: custom
 -- (A drainer idling on an empty outbox would otherwise settle on a generic plan costed for an empty table.)
-WITH candidate_facts AS (
-    -- admission_first classes: 0 admissions, 1 pending terminals, 2 pending waits (ledger lane).
-    (SELECT milestone.class, fact.run_id
-     FROM (VALUES (0, 'run.created'), (1, 'run.completed'), (1, 'run.failed'), (1, 'run.cancelled'), (2, 'run.waiting'))
-          AS milestone(class, event_type)
-     CROSS JOIN LATERAL (
-         SELECT fact.run_id FROM __schema__.outbox AS fact
-         WHERE fact.lane = %(lane)s::text AND fact.delivered_at IS NULL AND fact.event_type = milestone.event_type
-           -- The same types as constants: the planner then sizes the search by their statistics and takes the
-           -- milestone index, instead of walking every undelivered fact when none of a type is waiting.
-           AND fact.event_type IN ('run.created', 'run.completed', 'run.failed', 'run.cancelled', 'run.waiting')
-           -- OFFSET 0 keeps each check a per-fact probe by run_id: a queue's statistics are always stale, and
-           -- turned into a join the check was planned as a scan of every undelivered fact per candidate.
-           -- OBX-7: excluded runs leave before the limit, so they cannot crowd out the runs after them.
-           AND NOT (fact.run_id = ANY (%(exclude_run_ids)s::text[]))
-           AND NOT EXISTS (SELECT 1 FROM __schema__.outbox AS blocker
-                           WHERE blocker.run_id = fact.run_id AND blocker.lane = fact.lane AND blocker.delivered_at IS NULL
-                             AND (blocker.failed_at IS NOT NULL OR blocker.next_attempt_at > now()
-                                  OR (blocker.lease_owner IS NOT NULL AND blocker.lease_expires_at > now()))
-                           OFFSET 0)
-         ORDER BY fact.created_at LIMIT %(limit)s::integer
-     ) AS fact
-     WHERE %(admission_first)s::boolean AND (milestone.event_type <> 'run.waiting' OR %(lane)s::text = 'ledger'))
-    UNION ALL
-    (SELECT 3, fact.run_id FROM __schema__.outbox AS fact
+WITH milestone_runs AS (
+    -- admission_first classes 1 and 2: every run holding a pending terminal or wait is a candidate (one probe of
+    -- the milestone index each), so the order inside the class is by each head's own age, never the milestone's.
+    SELECT DISTINCT fact.run_id
+    FROM __schema__.outbox AS fact
+    WHERE %(admission_first)s::boolean
+      AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
+      AND fact.event_type IN ('run.completed', 'run.failed', 'run.cancelled', 'run.waiting')
+      AND (fact.event_type <> 'run.waiting' OR %(lane)s::text = 'ledger')
+      AND NOT (fact.run_id = ANY (%(exclude_run_ids)s::text[]))
+), candidate_runs AS (
+    SELECT milestone_runs.run_id FROM milestone_runs
+    UNION
+    -- Class 0: a run.created fact is its run's head, so the oldest admissions are the oldest class-0 heads.
+    (SELECT fact.run_id FROM __schema__.outbox AS fact
+     WHERE %(admission_first)s::boolean
+       AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL AND fact.event_type = 'run.created'
+       AND NOT (fact.run_id = ANY (%(exclude_run_ids)s::text[]))
+     ORDER BY fact.created_at, fact.event_id LIMIT %(limit)s::integer)
+    UNION
+    -- Every order: the oldest ready heads, so class 3 (and oldest_ready) is filled in head order.
+    -- OFFSET 0 keeps each check a per-fact probe by run_id: a queue's statistics are always stale, and
+    -- turned into a join the check was planned as a scan of every undelivered fact per candidate.
+    (SELECT fact.run_id FROM __schema__.outbox AS fact
      WHERE fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
        AND fact.failed_at IS NULL
        AND coalesce(fact.next_attempt_at, fact.created_at) <= now()
@@ -39,14 +38,9 @@ WITH candidate_facts AS (
                          AND active.lease_owner IS NOT NULL AND active.lease_expires_at > now()
                        OFFSET 0)
      ORDER BY fact.created_at, fact.event_id LIMIT %(limit)s::integer + cardinality(%(exclude_run_ids)s::text[]))
-), candidate_runs AS (
-    SELECT candidate.run_id, min(candidate.class) AS class
-    FROM candidate_facts AS candidate
-    WHERE NOT (candidate.run_id = ANY (%(exclude_run_ids)s::text[]))
-    GROUP BY candidate.run_id
 )
 SELECT candidate_runs.run_id, head.event_type AS head_event_type, head.created_at AS head_created_at,
-       CASE WHEN head.event_type = 'run.created' THEN 0 ELSE candidate_runs.class END AS class
+       kind.class
 FROM candidate_runs
 CROSS JOIN LATERAL (
     SELECT fact.event_type, fact.created_at, fact.failed_at, fact.next_attempt_at
@@ -55,11 +49,29 @@ CROSS JOIN LATERAL (
     ORDER BY fact.created_at, fact.event_id
     LIMIT 1
 ) AS head
-WHERE head.failed_at IS NULL AND coalesce(head.next_attempt_at, head.created_at) <= now()
-ORDER BY CASE WHEN %(admission_first)s::boolean
-              THEN CASE WHEN head.event_type = 'run.created' THEN 0 ELSE candidate_runs.class END
-              ELSE 0 END,
-         head.created_at, candidate_runs.run_id
+CROSS JOIN LATERAL (
+    SELECT CASE
+        WHEN head.event_type = 'run.created' THEN 0
+        WHEN EXISTS (SELECT 1 FROM __schema__.outbox AS pending
+                     WHERE pending.run_id = candidate_runs.run_id AND pending.lane = %(lane)s::text
+                       AND pending.delivered_at IS NULL
+                       AND pending.event_type IN ('run.completed', 'run.failed', 'run.cancelled')) THEN 1
+        WHEN %(lane)s::text = 'ledger'
+             AND EXISTS (SELECT 1 FROM __schema__.outbox AS pending
+                         WHERE pending.run_id = candidate_runs.run_id AND pending.lane = %(lane)s::text
+                           AND pending.delivered_at IS NULL AND pending.event_type = 'run.waiting') THEN 2
+        ELSE 3
+    END AS class
+) AS kind
+WHERE NOT (candidate_runs.run_id = ANY (%(exclude_run_ids)s::text[]))
+  AND head.failed_at IS NULL AND coalesce(head.next_attempt_at, head.created_at) <= now()
+  -- OBX-3: a live lease anywhere in the run's lane holds it, whoever holds it.
+  AND NOT EXISTS (SELECT 1 FROM __schema__.outbox AS active
+                  WHERE active.run_id = candidate_runs.run_id AND active.lane = %(lane)s::text
+                    AND active.delivered_at IS NULL
+                    AND active.lease_owner IS NOT NULL AND active.lease_expires_at > now()
+                  OFFSET 0)
+ORDER BY CASE WHEN %(admission_first)s::boolean THEN kind.class ELSE 0 END, head.created_at, candidate_runs.run_id
 LIMIT %(limit)s::integer;
 
 -- name: outbox_claim_timeouts
@@ -80,7 +92,7 @@ FOR NO KEY UPDATE SKIP LOCKED;
 
 -- name: outbox_lease_prefixes
 -- Under the runs' locks (a fresh snapshot): for each run whose head is ready and whose lane nobody else holds, lease its causal prefix of at most max_facts undelivered facts (OBX-5).
-WITH {{claimable_prefixes(%(run_ids)s::text[], %(lane)s::text, %(lease_owner)s::text)}},
+WITH {{claimable_prefixes(%(run_ids)s::text[], %(lane)s::text)}},
 leased AS (
     UPDATE __schema__.outbox AS fact
     SET lease_owner = %(lease_owner)s::text,
@@ -111,7 +123,7 @@ ORDER BY leased.run_id, leased.created_at, leased.event_id;
 
 -- name: outbox_read_prefixes
 -- Under the runs' locks: the same causal prefixes outbox_lease_prefixes would lease, read without leasing, for a delivery that acknowledges them in this transaction (OBX-5, OBX-10); payloads only of terminal facts, the ones the delivery may rewrite (TRM-6).
-WITH {{claimable_prefixes(%(run_ids)s::text[], %(lane)s::text, %(lease_owner)s::text)}}
+WITH {{claimable_prefixes(%(run_ids)s::text[], %(lane)s::text)}}
 SELECT ranked.event_id, ranked.run_id, ranked.event_type,
        CASE WHEN ranked.event_type = ANY (%(terminal_types)s::text[]) THEN ranked.payload_json END AS payload_json,
        ranked.created_at, ranked.attempt_count

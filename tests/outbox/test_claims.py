@@ -188,3 +188,36 @@ def test_admission_hints__exclusions_apply_before_the_limit():
     backlog_run("run-2", kinds=["run.progress"], start_second=2)
     backlog_run("run-3", kinds=["run.created"], start_second=3)
     assert claims.admission_hints(1, ["run-1"]) == ["run-3"]
+
+
+def test_admission_first__a_class_orders_by_each_heads_own_age__not_its_milestones():
+    """OBX-4: with more pending terminals than the listing's limit, the run whose head is oldest comes first, even
+    when its terminal is the newest."""
+    backlog_run("old-head-new-terminal", kinds=["run.progress", "run.progress", "run.completed"], start_second=1)
+    query("UPDATE outbox SET created_at = timestamptz '2026-01-03' WHERE event_id LIKE 'old-head-new-terminal:002:%%'")
+    for index in range(12):
+        backlog_run(f"t-{index:02d}", kinds=["run.progress", "run.completed"], start_second=100 + index)
+    backlog_run("w-older", kinds=["run.progress", "run.waiting"], start_second=0)
+    listed = claims.list_ready_runs("ledger", "admission_first", 10)
+    assert [row["run_id"] for row in listed][:2] == ["old-head-new-terminal", "t-00"]
+    assert {row["class"] for row in listed} == {1}  # the wait (class 2) comes after every pending terminal
+
+
+def test_ready__a_live_lease_of_the_listing_drainer_itself_holds_its_runs_lane():
+    """OBX-3: a drainer's own live lease blocks its run like any other's: it neither lists nor claims it again."""
+    backlog_run("own", kinds=["run.progress", "run.progress"])
+    query("UPDATE outbox SET lease_owner = 'me', lease_expires_at = now() + interval '1 hour' "
+          "WHERE event_id = 'own:000:run.progress'")
+    assert order("admission_first") == order("oldest_ready") == []
+    here, leased = drainer.claim(["own"], "me", drainer.DrainOptions(), max_runs=8)
+    assert (here, leased) == ([], [])
+    assert one("SELECT count(*) FROM outbox WHERE lease_owner = 'me'") == 1
+
+
+def test_concurrent_drainers_rotate_only_within_the_listings_first_class():
+    """OBX-4: a drainer's own slice comes first only among the top class: no lower-class run before it."""
+    listing = [{"run_id": f"t{i}", "class": 1} for i in range(40)] + [{"run_id": f"p{i}", "class": 3} for i in range(24)]
+    for owner in [f"host:{pid}:{suffix}" for pid in range(20) for suffix in ("a", "b")]:
+        rotated = drainer._own_slice_first(listing, owner, "admission_first")
+        assert sorted(rotated[:40]) == sorted(f"t{i}" for i in range(40)) and rotated[40:] == [f"p{i}" for i in range(24)]
+    assert {drainer._own_slice_first(listing, f"h:{pid}", "admission_first")[0] for pid in range(20)} == {"t0", "t16"}
