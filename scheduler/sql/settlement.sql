@@ -140,7 +140,8 @@ WITH item AS MATERIALIZED (
                    ELSE '{}'::jsonb END
            || CASE WHEN verdict.launch_json #>> '{contractSnapshot,compatibility,terminalRuntimePerformanceSupported}' = 'true'
                         AND verdict.outcome <> 'retry'
-                   THEN jsonb_strip_nulls(jsonb_build_object(
+                   -- TRM-5: both keys whenever the launch supports them (null when there is nothing to say).
+                   THEN jsonb_build_object(
                        'terminalRuntimePerformance', CASE
                            WHEN performance.facts IS NULL
                                 OR verdict.launch_json #>> '{contractSnapshot,compatibility,terminalRuntimeBodyAdmissionSupported}' = 'true'
@@ -155,7 +156,7 @@ WITH item AS MATERIALIZED (
                        END,
                        'terminalRuntimePerformanceUnavailableReason',
                        CASE WHEN verdict.resources IS NOT NULL AND performance.facts IS NULL THEN 'invalid_runner_stats' END
-                   ))
+                   )
                    ELSE '{}'::jsonb END,
            'ledger',
            verdict.fact_base + jsonb_array_length(verdict.progress_events) * interval '1 microsecond'
@@ -168,13 +169,15 @@ WITH item AS MATERIALIZED (
                  AND __schema__.runtime_json_is_count(verdict.resources -> 'peakMemoryBytes')
                  AND (NOT verdict.resources ? 'memoryAdmission'
                       OR jsonb_typeof(verdict.resources -> 'memoryAdmission') = 'object')
-            THEN jsonb_strip_nulls(jsonb_build_object(
+            -- What the runner sent, nulls inside memoryAdmission included; an absent memoryAdmission stays absent.
+            THEN jsonb_build_object(
                 'attempt', verdict.attempt,
                 'cpuMs', verdict.resources -> 'cpuMs',
                 'wallMs', verdict.resources -> 'wallMs',
-                'peakMemoryBytes', verdict.resources -> 'peakMemoryBytes',
-                'memoryAdmission', verdict.resources -> 'memoryAdmission'
-            ))
+                'peakMemoryBytes', verdict.resources -> 'peakMemoryBytes'
+            ) || CASE WHEN verdict.resources ? 'memoryAdmission'
+                      THEN jsonb_build_object('memoryAdmission', verdict.resources -> 'memoryAdmission')
+                      ELSE '{}'::jsonb END
         END AS facts
     ) AS performance
     ON CONFLICT (event_id) DO NOTHING

@@ -26,7 +26,7 @@ def _terminal_payload(stats=None, output=None, performance_supported=True, body_
 def test_supported__valid_resources__bound_to_the_attempt():
     payload = _terminal_payload({"runtimeResources": RESOURCES})
     assert payload["terminalRuntimePerformance"] == {**RESOURCES, "attempt": 1}
-    assert "terminalRuntimePerformanceUnavailableReason" not in payload
+    assert payload["terminalRuntimePerformanceUnavailableReason"] is None  # both keys, whenever supported
 
 
 def test_unsupported__no_performance_keys_at_all():
@@ -46,19 +46,26 @@ def test_unsupported__no_performance_keys_at_all():
 ])
 def test_invalid_runtime_resources__reason_invalid_runner_stats(resources):
     payload = _terminal_payload({"runtimeResources": resources})
-    assert "terminalRuntimePerformance" not in payload
+    assert payload["terminalRuntimePerformance"] is None
     assert payload["terminalRuntimePerformanceUnavailableReason"] == "invalid_runner_stats"
 
 
-def test_no_runtime_resources__neither_fact_nor_reason():
+def test_no_runtime_resources__neither_fact_nor_reason__both_keys_null():
     payload = _terminal_payload({"other": 1})
-    assert "terminalRuntimePerformance" not in payload
-    assert "terminalRuntimePerformanceUnavailableReason" not in payload
+    assert payload["terminalRuntimePerformance"] is None
+    assert payload["terminalRuntimePerformanceUnavailableReason"] is None
 
 
 def test_play_output_metadata__never_a_source():
     payload = _terminal_payload(stats=None, output={"metadata": {"runtimeResources": RESOURCES}, "stats": {"runtimeResources": RESOURCES}})
-    assert "terminalRuntimePerformance" not in payload
+    assert payload["terminalRuntimePerformance"] is None
+
+
+def test_what_the_runner_sent_is_kept__nulls_inside_memory_admission_included():
+    admission = {"toolResponseBody": 10, "limitBytes": None, "nested": {"seen": None}}
+    payload = _terminal_payload({"runtimeResources": {**RESOURCES, "memoryAdmission": admission}},
+                                body_admission_supported=True)
+    assert payload["terminalRuntimePerformance"] == {**RESOURCES, "attempt": 1, "memoryAdmission": admission}
 
 
 @pytest.mark.parametrize("body_admission,admission,expected", [
