@@ -39,7 +39,7 @@ WITH job AS MATERIALIZED (
     SELECT billed_run.run_id, billed_run.org_id, item.resource,
            (item.resource ->> 'billingStartedAt')::bigint AS started_ms,
            CASE WHEN jsonb_typeof(item.resource -> 'billingEndedAt') = 'number'
-                THEN (item.resource ->> 'billingEndedAt')::bigint END AS ended_ms,
+                THEN (item.resource ->> 'billingEndedAt')::numeric END AS ended_ms,  -- CLN-5: may hold a fraction
            (item.resource ->> 'billingStartedAt')::bigint
                + (billed_run.timeout_seconds + %(grace_seconds)s::bigint) * 1000 AS ceiling_ms
     FROM billed_run
@@ -66,7 +66,7 @@ WITH job AS MATERIALIZED (
            resources.resource ->> 'routingDomain',
            to_timestamp(resources.started_ms / 1000.0),
            to_timestamp(coalesce(resources.ended_ms, resources.ceiling_ms) / 1000.0),
-           greatest(0, coalesce(resources.ended_ms, resources.ceiling_ms) - resources.started_ms),
+           round(greatest(0, coalesce(resources.ended_ms, resources.ceiling_ms) - resources.started_ms))::bigint,
            CASE WHEN jsonb_typeof(resources.resource -> 'cpu') = 'number' THEN (resources.resource ->> 'cpu')::double precision END,
            CASE WHEN jsonb_typeof(resources.resource -> 'memoryMb') = 'number' THEN (resources.resource ->> 'memoryMb')::numeric::integer END
     FROM resources

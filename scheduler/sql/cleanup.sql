@@ -115,8 +115,8 @@ WITH custody AS MATERIALIZED (
                        WHEN resource ->> 'sandboxId' = %(sandbox_id)s::text
                             AND coalesce(resource ->> 'provider', %(provider)s::text) = %(provider)s::text
                             AND NOT resource ? 'billingEndedAt'
-                       THEN resource || jsonb_build_object('billingEndedAt',
-                                (extract(epoch FROM outcome.ended_at) * 1000)::bigint)
+                       -- CLN-5: epoch milliseconds with the acceptance's sub-millisecond part, as the seed writes it.
+                       THEN resource || jsonb_build_object('billingEndedAt', extract(epoch FROM outcome.ended_at) * 1000)
                        ELSE resource END ORDER BY position), '[]'::jsonb)
             FROM jsonb_array_elements(run.runtime_resources_json) WITH ORDINALITY AS item(resource, position)
         ),

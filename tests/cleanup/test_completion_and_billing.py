@@ -41,6 +41,21 @@ def test_completion__completed_at_the_first_acceptance_with_billing_end_and_conf
     assert details == {"providerOutcome": "deleted", "routingDomain": "org-a"}
 
 
+def test_completion__billing_ends_at_the_acceptance_to_the_microsecond__and_bills_from_it():
+    """CLN-5: billingEndedAt keeps the acceptance's sub-millisecond part (no rounding to whole milliseconds)."""
+    parked = settled_run()
+    job = claimed_job()
+    accepted = T1 + dt.timedelta(microseconds=123_456)
+    event(job.sandbox_id, "provider_delete_accepted", accepted, run_id=job.run_id, routing_domain="org-a",
+          routingDomain="org-a")
+    assert obligations.complete(job, "owner", "deleted", "org-a") == "completed"
+    [resource] = loads(one("SELECT runtime_resources_json FROM runs WHERE run_id = %s", [parked.run_id]))
+    assert resource["billingEndedAt"] == pytest.approx(T1.timestamp() * 1000 + 123.456, abs=1e-6)
+    assert resource["billingEndedAt"] != int(resource["billingEndedAt"])
+    assert billing_sweep.run_once("biller").counts["finalized"] == 1
+    assert one("SELECT billing_ended_at FROM billing_items WHERE run_id = %s", [parked.run_id]) == accepted
+
+
 def test_completion__without_acceptance__now_and_legacy_row_completed_for_daytona():
     parked = settled_run()
     legacy(parked.sandbox_id, run_id=parked.run_id, routing_domain="org-a")
