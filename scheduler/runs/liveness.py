@@ -194,6 +194,7 @@ def recover(limit: int, default_timeout_ms: int, result: LivenessTick, now=None)
     for row in db.fetch_all("attempts_list_expired_claims", {"limit": limit, "now": now}):
         recorded = db.execute("attempts_record_dispatch_lost", {
             "run_id": row["run_id"], "attempt": row["attempt"], "lease_token": row["lease_token"], "now": now,
+            "expected_heartbeat_at": row["heartbeat_identity"],
             "result": json.dumps(_failed(FailureCode.DISPATCH_LOST, "the claim expired before its runner was parked")),
         })
         if recorded:

@@ -173,9 +173,10 @@ ORDER BY run.wait_deadline, run.run_id
 LIMIT %(limit)s::integer;
 
 -- name: attempts_list_expired_claims
--- Claims whose lease expired before the dispatcher parked them (RUN-9).
+-- Claims whose lease expired before the dispatcher parked them (RUN-9), with the heartbeat identity the recovery is fenced on.
 -- plan: custom
-SELECT attempt.run_id, attempt.attempt, attempt.lease_token
+SELECT attempt.run_id, attempt.attempt, attempt.lease_token,
+       to_char(attempt.heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS heartbeat_identity
 FROM __schema__.attempts AS attempt
 JOIN __schema__.runs AS run ON run.run_id = attempt.run_id
 WHERE attempt.status IN ('claimed', 'running')
@@ -186,7 +187,7 @@ ORDER BY attempt.lease_expires_at
 LIMIT %(limit)s::integer;
 
 -- name: attempts_record_dispatch_lost
--- Record dispatch_lost on a claim that never parked, fenced: run running, claim still unparked and expired, same lease, no result, no newer attempt (RUN-9); leave the key by which the sweep finds a sandbox the dead dispatcher may have started (CLN-1).
+-- Record dispatch_lost on a claim that never parked, fenced as SWP-4 fences a verdict: run running, claim still unparked and expired, same lease, the heartbeat identity the listing read, no result, no newer attempt, no queued cancel (RUN-9); leave the key by which the sweep finds a sandbox the dead dispatcher may have started (CLN-1).
 WITH claimed_run AS MATERIALIZED (
     SELECT run.run_id
     FROM __schema__.runs AS run
@@ -204,7 +205,9 @@ WITH claimed_run AS MATERIALIZED (
       AND target.status IN ('claimed', 'running')
       AND target.lease_expires_at <= coalesce(%(now)s::timestamptz, clock_timestamp())
       AND target.runner_result_json IS NULL
+      AND target.heartbeat_at IS NOT DISTINCT FROM %(expected_heartbeat_at)s::timestamptz
       AND NOT {{newer_attempt_exists(target.run_id, target.attempt)}}
+      AND NOT EXISTS (SELECT 1 FROM __schema__.control AS cancel WHERE cancel.key = {{cancel_key(target.run_id)}})
     RETURNING target.run_id, target.attempt
 ), unparked_hint AS (
     INSERT INTO __schema__.control (key, value_json)

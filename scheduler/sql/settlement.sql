@@ -25,7 +25,8 @@ WITH item AS MATERIALIZED (
     JOIN locked_run ON locked_run.run_id = item.run_id
     JOIN __schema__.attempts AS attempt ON attempt.run_id = item.run_id AND attempt.attempt = item.attempt
     CROSS JOIN LATERAL (
-        SELECT (item.lease_token IS NULL OR attempt.lease_token = item.lease_token) AS lease_matches,
+        -- TRM-4: only the attempt's own lease passes; a null token never does.
+        SELECT coalesce(attempt.lease_token = item.lease_token, false) AS lease_matches,
                attempt.runner_result_json IS NULL
                    AND attempt.status NOT IN ('completed', 'failed')
                    AND item.result IS NOT NULL AS records_now,

@@ -119,11 +119,33 @@ def test_a_claim_that_parked_after_the_listing__no_verdict_and_no_obligation_for
     query("UPDATE attempts SET lease_expires_at = now() - interval '1 hour' WHERE run_id = %s", [parked.run_id])
     recorded = db.execute("attempts_record_dispatch_lost", {
         "run_id": parked.run_id, "attempt": parked.attempt, "lease_token": parked.lease_token, "now": None,
-        "result": json.dumps(factories.failed_result("dispatch_lost")),
+        "expected_heartbeat_at": None, "result": json.dumps(factories.failed_result("dispatch_lost")),
     })
     assert recorded == 0
     assert one("SELECT count(*) FROM control WHERE key LIKE 'sandbox_unreconciled:%%'") == 0
     assert one("SELECT count(*) FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [parked.run_id]) == 0
+
+
+@pytest.mark.parametrize("moved", ["heartbeat", "cancel"])
+def test_an_expired_claim__a_heartbeat_or_a_cancel_after_the_listing__no_dispatch_lost(moved):
+    """RUN-9 with SWP-4's fences: the recovery is fenced on the heartbeat identity it read and no queued cancel."""
+    from scheduler.runs import lifecycle
+
+    run_id = factories.launch()
+    claimed = factories.claim(run_id)
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=claimed_lease_seconds() + 1)
+    [row] = db.fetch_all("attempts_list_expired_claims", {"limit": 10, "now": later})
+    if moved == "heartbeat":
+        query("UPDATE attempts SET heartbeat_at = clock_timestamp() WHERE run_id = %s", [run_id])
+    else:
+        lifecycle.cancel_run(run_id, "test")
+    recorded = db.execute("attempts_record_dispatch_lost", {
+        "run_id": run_id, "attempt": claimed.attempt, "lease_token": claimed.lease_token, "now": later,
+        "expected_heartbeat_at": row["heartbeat_identity"],
+        "result": json.dumps(factories.failed_result("dispatch_lost")),
+    })
+    assert recorded == 0
+    assert one("SELECT runner_result_json IS NULL FROM attempts WHERE run_id = %s", [run_id]) is True
 
 
 def claimed_lease_seconds():

@@ -93,3 +93,12 @@ def test_swept_losses_settled_in_one_batch__each_fenced_on_its_own_heartbeat_ide
     answers = settlement.settle_attempts([settlement.Settlement(p.run_id, 1, p.lease_token) for p in (never_beat, moved_on)])
     assert [(a.recorded, a.run_status) for a in answers] == [(True, "queued"), (False, None)]
     assert factories.one("SELECT status FROM runs WHERE run_id = %s", [moved_on.run_id]) == "waiting"
+
+
+def test_a_null_lease_token__never_passes_the_lease_fence__nothing_recorded_or_settled():
+    """TRM-4: the statement itself refuses a null lease, not only the API in front of it."""
+    parked = factories.parked_run()
+    before = factories.table_state()
+    [answer] = settlement.settle_attempts([settlement.Settlement(parked.run_id, 1, None, factories.completed_result())])
+    assert (answer.attempt_exists, answer.lease_matches, answer.recorded, answer.run_status) == (True, False, False, None)
+    assert factories.table_state() == before
