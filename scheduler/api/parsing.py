@@ -184,8 +184,8 @@ def receipt_call(body: dict, operation: str) -> tuple[list[receipts.Item], bool,
     batch = "receipts" in body
     if batch:
         raw_items = body["receipts"]
-        if not isinstance(raw_items, list) or not 1 <= len(raw_items) <= receipts.MAX_BATCH:
-            raise InvalidInput(f"receipts must be a list of 1 to {receipts.MAX_BATCH} items", field="receipts")
+        if not isinstance(raw_items, list) or len(raw_items) > receipts.MAX_BATCH:
+            raise InvalidInput(f"receipts must be a list of at most {receipts.MAX_BATCH} items", field="receipts")
         items = [_receipt_item(raw, f"receipts[{index}]", operation) for index, raw in enumerate(raw_items)]
         names = [f"receipts[{index}].key" for index in range(len(items))]
     else:

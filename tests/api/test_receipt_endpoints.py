@@ -73,7 +73,7 @@ HOSTILE = {
     "sys key in a batch": ("complete", {"receipts": [{"key": "a", "output": 1}, {"key": "sys:x", "output": 2}]},
                            "receipts[1].key"),
     "receipts not a list": ("claim", {"receipts": {"key": "a"}}, "receipts"),
-    "empty batch": ("claim", {"receipts": []}, "receipts"),
+    "batch too large": ("claim", {"receipts": [{"key": f"k{index}"} for index in range(1001)]}, "receipts"),
     "item not an object": ("claim", {"receipts": ["a"]}, "receipts[0]"),
     "duplicate keys": ("claim", {"receipts": [{"key": "a"}, {"key": "a"}]}, "receipts"),
     "leaseMs too small": ("claim", {"key": "a", "leaseMs": 5}, "leaseMs"),
@@ -88,6 +88,15 @@ HOSTILE = {
     "release without lease": ("release", {"key": "a"}, "leaseId"),
     "returnOutput not boolean": ("complete", {"key": "a", "output": 1, "returnOutput": 1}, "returnOutput"),
 }
+
+
+@pytest.mark.parametrize("operation", ["claim", "complete", "fail", "release", "heartbeat", "skip", "mark-queued"])
+def test_an_empty_batch__answers_an_empty_list__writes_nothing(client, parked, operation):
+    """RCP-1: as the seed's, an empty batch is an empty answer, not a 400."""
+    before = factories.table_state()
+    status, answer = _post(client, parked, operation, {"receipts": []})
+    assert (status, answer["receipts"]) == (200, [])
+    assert factories.table_state() == before
 
 
 @pytest.mark.parametrize("case", sorted(HOSTILE))
