@@ -120,7 +120,24 @@ def test_refusals_read_as_the_seeds():
     assert refused.value.message == 'Runtime release admission opening refused for "rel-m" at epoch 4.'
     with pytest.raises(InvalidInput, match="^Outbox admission discovery requires1–3 hints"):
         claims.admission_hints(4, [])
-    assert messages.ADOPTION_PREFLIGHT_NO_PROOF == "Sandbox cleanup adoption preflight returned no pending proof."
+
+
+def test_adoption_preflight__an_answer_that_is_not_a_boolean__refused_in_the_seeds_words():
+    """CLN-2: the preflight's answer must be a boolean proof; a driver or proxy that hands back text (here: this
+    connection's boolean loader swapped for the text one) is refused, never read as truthy."""
+    from psycopg.types.string import TextLoader
+
+    from scheduler.cleanup import obligations
+
+    connection.ensure_connection()
+    assert obligations.adoption_pending() is False
+    connection.connection.adapters.register_loader("bool", TextLoader)
+    try:
+        with pytest.raises(RuntimeError) as refused:
+            obligations.adoption_pending()
+    finally:
+        connection.close()
+    assert str(refused.value) == "Sandbox cleanup adoption preflight returned no pending proof."
 
 
 def test_late_billing_wait__logged_in_the_seeds_words(caplog):

@@ -145,7 +145,9 @@ WITH custody AS MATERIALIZED (
     WHERE tombstone.provider = 'daytona'
       AND legacy.sandbox_id = tombstone.sandbox_id AND legacy.run_id = %(run_id)s::text
       AND legacy.attempt = %(attempt)s::integer AND legacy.environment = current_job.environment
-      AND legacy.routing_domain IS NOT DISTINCT FROM tombstone.routing_domain
+      -- The confirmation's original routing domain (the job's, null for a null-domain job), not the one the
+      -- provider's answer filled into the tombstone: a null-domain legacy row is settled too.
+      AND legacy.routing_domain IS NOT DISTINCT FROM %(routing_domain)s::text
       AND legacy.status <> 'deleted'
 )
 SELECT outcome.outcome, outcome.ended_at FROM outcome;

@@ -65,6 +65,18 @@ def test_completion__without_acceptance__now_and_legacy_row_completed_for_dayton
     assert one("SELECT status FROM sandbox_cleanup_jobs") == "deleted"
 
 
+def test_completion__a_null_domain_job_the_provider_names__settles_its_null_domain_legacy_row_too():
+    """CLN-6: the legacy (v12) row is matched by the confirmation's original routing domain (null here), not by
+    the domain the provider's answer filled into the tombstone."""
+    parked = settled_run(routing_domain=None)
+    legacy(parked.sandbox_id, run_id=parked.run_id, routing_domain=None)
+    job = claimed_job()
+    assert job.routing_domain is None
+    assert obligations.complete(job, "owner", "deleted", "org-a") == "completed"
+    assert query("SELECT routing_domain, status FROM sandbox_cleanup_jobs_v2") == [("org-a", "deleted")]
+    assert query("SELECT routing_domain, status FROM sandbox_cleanup_jobs") == [(None, "deleted")]
+
+
 def test_completion__already_deleted_lease_lost_missing_and_wrong_domain():
     parked = settled_run()
     job = claimed_job()
@@ -76,7 +88,9 @@ def test_completion__already_deleted_lease_lost_missing_and_wrong_domain():
     assert obligations.complete(job, "owner", "deleted") == "completed"
     assert obligations.complete(job, "owner", "deleted") == "already_deleted"
     assert one("SELECT count(*) FROM sandbox_cleanup_events_v2 WHERE event_type = 'provider_delete_confirmed'") == 1
-    assert parked.run_id
+    # The refused completions ended nothing; the one that completed ended the run's billing once.
+    [resource] = loads(one("SELECT runtime_resources_json FROM runs WHERE run_id = %s", [parked.run_id]))
+    assert isinstance(resource["billingEndedAt"], (int, float))
 
 
 def test_completion__null_routing_domain_filled_from_the_observed_one():

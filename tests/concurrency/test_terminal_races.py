@@ -52,7 +52,8 @@ def test_runner_terminal_vs_synthetic_loss__200_trials__one_result_the_first_wri
         assert one("SELECT status FROM runs WHERE run_id = %s", [run.run_id]) == (
             "completed" if writer == "runner" else "failed"
         )
-    assert sum(winners.values()) == TRIALS
+    # One verdict per attempt, across every trial: exactly one terminal fact per run, whoever won.
+    assert one("SELECT count(*) FROM outbox WHERE event_type IN ('run.completed', 'run.failed')") == TRIALS
 
 
 def test_array_intent_vs_settlement__never_registered_after_the_terminal_committed():
@@ -87,7 +88,6 @@ def test_array_intent_vs_settlement__200_trials__registered_then_terminal_or_ref
     parked = [factories.parked_run(org_id="org-a") for _ in range(TRIALS)]
     for run in parked:
         factories.recorded_unsettled(run.run_id, 1, factories.completed_result())
-    seen = set()
     for run in parked:
         registered, settled = threads.run_together(
             lambda run=run: lifecycle.register_array_input_intent(run.run_id, "org-a", 1),
@@ -96,6 +96,5 @@ def test_array_intent_vs_settlement__200_trials__registered_then_terminal_or_ref
         assert settled.get().run_status == "completed"
         status, started = one("SELECT status, array_input_started FROM runs WHERE run_id = %s", [run.run_id])
         assert status == "completed"
+        # Both orders are legal and the race decides which: the flag must always say which one happened.
         assert started is registered.get()
-        seen.add(started)
-    assert seen  # both orders are legal; at least one happened
