@@ -91,6 +91,11 @@ def launch_request(body: Any) -> LaunchRequest:
 def terminal_result(result: Any) -> dict:
     """TRM-1: the runner envelope: status completed (with output) or failed (with error {code, message})."""
     result = validation.json_object(result, "result")
+    if "verdict" in result:
+        # A verdict is the scheduler's word on an attempt (the sweep's, the dispatcher's, an operator's): a runner's
+        # result that carried one could pass for it and turn the runner's own later result into a "late" one.
+        raise InvalidInput("result.verdict is the scheduler's: a runner's result cannot carry one",
+                           field="result.verdict")
     status = validation.choice(result.get("status"), "result.status", values(ResultStatus))
     if status == ResultStatus.FAILED:
         error = validation.json_object(result.get("error"), "result.error")

@@ -49,7 +49,8 @@ def refuse_launch(claim: lifecycle.Claim, problem: str, result: DispatchTick) ->
     """Settle the attempt failed with the non-retryable invalid_launch: the next claim goes on."""
     result.counts["invalid_launch"] += 1
     logger.warning("dispatch run=%s attempt=%s refused: %s", claim.run_id, claim.attempt, problem)
-    refused = {"status": ResultStatus.FAILED, "error": {"code": FailureCode.INVALID_LAUNCH, "message": problem}}
+    refused = {"status": ResultStatus.FAILED, "error": {"code": FailureCode.INVALID_LAUNCH, "message": problem},
+               "verdict": FailureCode.INVALID_LAUNCH}
     settlement.settle_attempt(claim.run_id, claim.attempt, claim.lease_token, refused)
 
 

@@ -17,7 +17,7 @@ from django.db import transaction
 
 from scheduler import db, observability
 from scheduler.errors import InvalidInput, LeaseMismatch, NotFound
-from scheduler.kinds import RETRYABLE_CODES, SUSPENSION_FALLBACK_PROVIDER, FailureCode
+from scheduler.kinds import RETRYABLE_CODES, SUSPENSION_FALLBACK_PROVIDER
 
 
 @dataclass(frozen=True)
@@ -100,10 +100,6 @@ class TerminalAnswer:
     late: bool = False  # arrived after a scheduler verdict settled the attempt; kept beside it
 
 
-# Results the scheduler recorded in a runner's stead before results carried a `verdict` key.
-VERDICT_CODES = (FailureCode.RUNNER_LOST, FailureCode.DISPATCH_LOST, FailureCode.WAIT_DEADLINE_EXCEEDED)
-
-
 def ingest_runner_terminal(item: Settlement, *, settle: Callable[[Settlement], Settled] | None = None) -> TerminalAnswer:
     """The runner's terminal request: record and settle in one statement. 404 unknown attempt, 409 lease mismatch.
 
@@ -119,13 +115,16 @@ def ingest_runner_terminal(item: Settlement, *, settle: Callable[[Settlement], S
         raise LeaseMismatch(f"lease does not match attempt {item.attempt} of run {item.run_id}")
     # The recorded result is not this one: if it is a scheduler verdict (settled now by this very statement, or
     # before), this result is late and kept beside it.
-    if outcome.recorded and not outcome.is_this_result and keep_late_result(item):
-        return TerminalAnswer(False, outcome.run_status is not None, outcome.run_status, late=True)
+    if outcome.recorded and not outcome.is_this_result:
+        run_status = keep_late_result(item)
+        if run_status is not None:
+            return TerminalAnswer(False, False, run_status, late=True)
     return TerminalAnswer(outcome.recorded, outcome.run_status is not None, outcome.run_status)
 
 
-def keep_late_result(item: Settlement) -> bool:
-    """Store a result that came after its attempt's verdict; False when it is no such result.
+def keep_late_result(item: Settlement) -> str | None:
+    """Store a result that came after its attempt's verdict; the run's actual status, or None when it is no such
+    result (the recorded one is the runner's own, not a verdict).
 
     Reader-first: on a schema without late_runner_results the result is not
     kept and the answer is what it was before that table existed.
@@ -134,8 +133,8 @@ def keep_late_result(item: Settlement) -> bool:
         with transaction.atomic():
             row = db.fetch_one("attempts_keep_late_result", {
                 "run_id": item.run_id, "attempt": item.attempt, "lease_token": item.lease_token,
-                "result": item.envelope(), "verdict_codes": list(VERDICT_CODES),
+                "result": item.envelope(),
             })
     except psycopg.errors.UndefinedTable:
-        return False
-    return bool(row["late"])
+        return None
+    return row["run_status"] if row["late"] else None

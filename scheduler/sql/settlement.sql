@@ -197,7 +197,7 @@ LEFT JOIN run_after ON run_after.run_id = item.run_id
 ORDER BY item.position;
 
 -- name: attempts_keep_late_result
--- A runner's terminal that arrives, on the attempt's own lease, after a scheduler verdict (runner_lost, dispatch_lost, wait_deadline_exceeded, an unacknowledged cancel) settled the attempt: kept beside the verdict, first write wins; the attempt, the run and the ledger keep the verdict.
+-- A runner's terminal that arrives, on the attempt's own lease, after a scheduler verdict (runner_lost, dispatch_lost, wait_deadline_exceeded, an unacknowledged cancel) settled the attempt: kept beside the verdict, first write wins; the attempt, the run and the ledger keep the verdict. A verdict is told by who recorded it: the scheduler's statements mark theirs with `verdict`, which a runner's result can never carry (the API refuses it), never by an error code a runner could send. Answers the run's actual status.
 WITH judged AS MATERIALIZED (
     SELECT attempt.run_id, attempt.attempt
     FROM __schema__.attempts AS attempt
@@ -205,8 +205,7 @@ WITH judged AS MATERIALIZED (
       AND attempt.attempt = %(attempt)s::integer
       AND attempt.lease_token = %(lease_token)s::text
       AND attempt.status IN ('completed', 'failed', 'cancelled')
-      AND (attempt.runner_result_json ? 'verdict'
-           OR attempt.runner_result_json -> 'error' ->> 'code' = ANY (%(verdict_codes)s::text[]))
+      AND attempt.runner_result_json ? 'verdict'
       AND attempt.runner_result_json IS DISTINCT FROM %(result)s::jsonb
 ), kept AS (
     INSERT INTO __schema__.late_runner_results (run_id, attempt, result_json)
@@ -214,4 +213,5 @@ WITH judged AS MATERIALIZED (
     ON CONFLICT (run_id, attempt) DO NOTHING
     RETURNING run_id
 )
-SELECT EXISTS (SELECT 1 FROM judged) AS late, EXISTS (SELECT 1 FROM kept) AS kept;
+SELECT EXISTS (SELECT 1 FROM judged) AS late, EXISTS (SELECT 1 FROM kept) AS kept,
+       (SELECT run.status FROM __schema__.runs AS run WHERE run.run_id = %(run_id)s::text) AS run_status;

@@ -1,5 +1,7 @@
 """TRM-1..5: first-write-wins recording, the synthetic-loss fence, one-statement settlement."""
 
+import json
+
 import pytest
 
 from scheduler.runs import liveness, reads, settlement
@@ -215,7 +217,7 @@ def test_a_result_after_the_verdict__kept_beside_it__never_winning(client, setti
     assert settlement.settle_attempt(parked.run_id, 1, parked.lease_token, lost).run_status == "failed"
     before = factories.table_state()
     late = factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result({"n": 1}))
-    assert late == {"recorded": False, "settled": False, "runStatus": None, "late": True}
+    assert late == {"recorded": False, "settled": False, "runStatus": "failed", "late": True}  # the run's status
     again = factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result({"n": 2}))
     assert again["late"] is True
     after = factories.table_state()
@@ -234,6 +236,29 @@ def test_the_runner_posting_its_own_result_twice__recorded_not_late():
     again = factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
     assert again == {"recorded": True, "settled": False, "runStatus": None}
     assert one("SELECT count(*) FROM late_runner_results") == 0
+
+
+def test_a_runner_posting_a_verdicts_error_code__is_the_runners_result__its_next_post_not_late():
+    """A verdict is told by who recorded it, never by an error code a runner can send."""
+    parked = factories.parked_run(max_attempts=1)
+    posing = factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.failed_result("runner_lost"))
+    assert posing == {"recorded": True, "settled": True, "runStatus": "failed"}
+    again = factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
+    assert again == {"recorded": True, "settled": False, "runStatus": None}
+    assert one("SELECT count(*) FROM late_runner_results") == 0
+
+
+def test_a_runners_result_carrying_a_verdict__refused_at_the_edge__nothing_written(client, settings):
+    from scheduler.runs.tokens import mint_runner_token
+
+    parked = factories.parked_run()
+    before = factories.table_state()
+    body = {"runId": parked.run_id, "attempt": 1, "leaseToken": parked.lease_token,
+            "result": {"status": "failed", "error": {"code": "runner_lost"}, "verdict": "runner_lost"}}
+    response = client.post("/internal/runner/terminal", json.dumps(body), content_type="application/json",
+                           HTTP_AUTHORIZATION=f"Bearer {mint_runner_token(parked.run_id, 1, parked.lease_token)}")
+    assert response.status_code == 400 and response.json()["field"] == "result.verdict"
+    assert factories.table_state() == before
 
 
 def test_late_results__reader_first__a_schema_without_their_table_answers_as_before():
