@@ -123,3 +123,20 @@ def test_run_detail__receipts_in_step_order_and_the_receipts_list_filters_by_sta
     assert "&quot;sku&quot;: &quot;X1&quot;" in story and "s left" in story
     running = admin_client.get("/admin/scheduler/receiptrow/?status__exact=running").content.decode()
     assert "charge" in running and ">reserve<" not in running
+
+
+def test_cleanup_job_page__shows_the_first_accepted_delete_where_billing_ends(admin_client):
+    """CLN-5: the first acceptance is readable between claims: the operator sees it on the job's page."""
+    import datetime as dt
+
+    from tests.cleanup.factories import event
+
+    parked = factories.parked_run(provider="daytona", routing_domain="org-a")
+    factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
+    listing = admin_client.get("/admin/scheduler/cleanupjobrow/").content.decode()
+    [link] = re.findall(r'href="(/admin/scheduler/cleanupjobrow/[^"]+/change/[^"]*)"', listing)
+    assert "not accepted a delete yet" in admin_client.get(html.unescape(link)).content.decode()
+    accepted = dt.datetime(2026, 5, 1, 10, 0, 0, 250_000, tzinfo=dt.UTC)
+    event(parked.sandbox_id, "provider_delete_accepted", accepted, run_id=parked.run_id, routing_domain="org-a",
+          routingDomain="org-a")
+    assert "2026-05-01 10:00:00.250 UTC for org-a" in admin_client.get(html.unescape(link)).content.decode()

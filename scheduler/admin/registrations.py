@@ -7,6 +7,7 @@ from django.utils.html import format_html
 
 from scheduler import models
 from scheduler.admin import columns, filters, repair_actions, run_story
+from scheduler.cleanup import obligations
 from scheduler.redaction import redact
 
 
@@ -206,7 +207,17 @@ class CleanupJobAdmin(columns.CleanupColumns, ReadOnlyAdmin):
     list_display = ("provider", "sandbox_id", "run", "attempt", "routing_domain", "status", "why", "job_age",
                     "attempt_count", "available_at")
     actions = [repair_actions.unblock_cleanup_jobs, repair_actions.redrive_cleanup_jobs]
-    extra_readonly = ("operator_actions",)
+    extra_readonly = ("first_accepted_delete", "operator_actions")
+
+    @admin.display(description="first accepted delete (billing ends here)")
+    def first_accepted_delete(self, obj):
+        accepted = obligations.read_acceptance({"provider": obj.provider, "sandbox_id": obj.sandbox_id,
+                                                "run_id": obj.run_id, "attempt": obj.attempt,
+                                                "routing_domain": obj.routing_domain})
+        if accepted is None:
+            return "- (the provider has not accepted a delete yet)"
+        return f"{columns.with_dates({'acceptedAtMs': accepted.accepted_at_ms})['acceptedAtMs']} " \
+               f"for {accepted.organization_id or 'no organization'}"
 
     @admin.display(description="operator actions")
     def operator_actions(self, obj):

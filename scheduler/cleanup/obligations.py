@@ -68,6 +68,21 @@ def record_event(job: Job, event_type: str, details: dict) -> None:
     })
 
 
+@dataclass(frozen=True)
+class Acceptance:
+    """CLN-5: when the provider first took the delete (epoch ms) and for which organization."""
+
+    accepted_at_ms: float
+    organization_id: str | None
+
+
+def read_acceptance(identity: dict) -> Acceptance | None:
+    """CLN-5: the first acceptance of a job's delete (by its identity: provider, sandbox, run, attempt, routing
+    domain), or None; readable between claims (the admin's cleanup page shows it)."""
+    row = db.fetch_one("sandbox_cleanup_read_acceptance", identity)
+    return None if row is None else Acceptance(float(row["accepted_at_ms"]), row["organization_id"])
+
+
 def complete(job: Job, lease_owner: str, provider_outcome: str, observed_routing_domain: str | None = None) -> str:
     """CLN-6: completed, already_deleted, lease_lost, missing_obligation or wrong_routing_domain."""
     row = db.fetch_one("sandbox_cleanup_complete", {

@@ -62,6 +62,18 @@ VALUES (%(event_id)s::text, %(provider)s::text, %(sandbox_id)s::text, %(run_id)s
         %(routing_domain)s::text, %(event_type)s::text, %(details)s::jsonb)
 ON CONFLICT (event_id) DO NOTHING;
 
+-- name: sandbox_cleanup_read_acceptance
+-- The first delete the provider accepted for this job, by time then event id, in epoch milliseconds with its sub-millisecond part (CLN-5): the admin's cleanup page shows it between claims.
+SELECT extract(epoch FROM event.created_at) * 1000 AS accepted_at_ms,
+       event.details_json ->> 'routingDomain' AS organization_id
+FROM __schema__.sandbox_cleanup_events_v2 AS event
+WHERE event.run_id = %(run_id)s::text AND event.attempt = %(attempt)s::integer
+  AND event.provider = %(provider)s::text AND event.sandbox_id = %(sandbox_id)s::text
+  AND event.routing_domain IS NOT DISTINCT FROM %(routing_domain)s::text
+  AND event.event_type = 'provider_delete_accepted'
+ORDER BY event.created_at, event.event_id
+LIMIT 1;
+
 -- name: sandbox_cleanup_complete
 -- Provider-confirmed completion under the run's custody lock and the job's full identity (CLN-6): tombstone at the first acceptance, billingEndedAt, confirmation event, legacy completion for daytona.
 WITH custody AS MATERIALIZED (

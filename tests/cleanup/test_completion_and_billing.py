@@ -32,6 +32,8 @@ def test_completion__completed_at_the_first_acceptance_with_billing_end_and_conf
     job = claimed_job()
     event(job.sandbox_id, "provider_delete_accepted", T1 + dt.timedelta(seconds=3), run_id=job.run_id, routing_domain="org-a", routingDomain="org-a")
     event(job.sandbox_id, "provider_delete_accepted", T1, run_id=job.run_id, routing_domain="org-a", routingDomain="org-a")
+    # CLN-5: readable between claims, the first by time.
+    assert obligations.read_acceptance(job.identity()) == obligations.Acceptance(T1.timestamp() * 1000, "org-a")
     assert obligations.complete(job, "owner", "deleted", "org-a") == "completed"
     status, deleted_at, confirmed_at = one("SELECT status, deleted_at, delete_confirmed_at FROM sandbox_cleanup_jobs_v2")
     assert (status, deleted_at) == ("deleted", T1) and confirmed_at > T1
