@@ -122,6 +122,12 @@ def next_cursors(result: LivenessTick, limit: int) -> dict:
             for provider, seen in result.inspected_by_provider.items() if seen >= limit}
 
 
+def said(action: str, run_id: str, attempt, **details) -> None:
+    """SWP-6: one structured line per action the sweep takes (`liveness action=... run=... attempt=...`)."""
+    extra = "".join(f" {key}={value}" for key, value in details.items())
+    logger.info("liveness action=%s run=%s attempt=%s%s", action, run_id, attempt, extra)
+
+
 def run_once(limit: int = 100, default_timeout_ms: int = 60_000, after_run_ids: dict | None = None,
              now: dt.datetime | None = None) -> LivenessTick:
     result = LivenessTick(cursors=dict(after_run_ids or {}))
@@ -130,7 +136,10 @@ def run_once(limit: int = 100, default_timeout_ms: int = 60_000, after_run_ids: 
     recorded = [settlement.Settlement(row["run_id"], row["attempt"], row["lease_token"])
                 for row in work if row["work"] == "settle"]
     answers = settlement.settle_attempts(recorded)
-    result.counts["settled"] += sum(1 for answer in answers if answer.run_status)
+    for answer in answers:
+        if answer.run_status:
+            result.counts["settled"] += 1
+            said("settled_recorded_terminal", answer.run_id, answer.attempt, status=answer.run_status)
     for row in work:
         if row["work"] == "settle":
             continue
@@ -155,10 +164,10 @@ def inspect_and_judge(row: dict, result: LivenessTick, now=None) -> None:
     lost = _failed(FailureCode.RUNNER_LOST, f"{ref.provider} sandbox {ref.sandbox_id} is gone")
     if record_verdict(VerdictKind.RUNNER_LOST, row, lost, now, row["heartbeat_identity"]):
         result.counts["verdicts"] += 1
-        logger.info("liveness run=%s attempt=%s verdict=runner_lost", row["run_id"], row["attempt"])
+        said("runner_lost", row["run_id"], row["attempt"], provider=ref.provider)
     else:
         result.counts["fenced"] += 1
-        logger.info("liveness run=%s attempt=%s verdict refused by a fence", row["run_id"], row["attempt"])
+        said("verdict_fenced", row["run_id"], row["attempt"], provider=ref.provider)
 
 
 def _sandboxes_left_by_start(row: dict, provider_name: str, routing_domain: str | None) -> list[SandboxRef] | None:
@@ -188,6 +197,7 @@ def reconcile_unparked_sandboxes(limit: int, result: LivenessTick) -> None:
             "sandbox_ids": [ref.sandbox_id for ref in started],
         })
         result.counts["unparked_reconciled"] += 1
+        said("unparked_reconciled", row["run_id"], row["attempt"], sandboxes=len(started))
 
 
 def recover(limit: int, default_timeout_ms: int, result: LivenessTick, now=None) -> None:
@@ -200,6 +210,7 @@ def recover(limit: int, default_timeout_ms: int, result: LivenessTick, now=None)
         if recorded:
             settlement.settle_attempt(row["run_id"], row["attempt"], row["lease_token"])
             result.counts["dispatch_lost"] += 1
+            said("dispatch_lost", row["run_id"], row["attempt"])
     # After the verdicts above, so a claim recovered in this tick has its sandbox found in it too.
     reconcile_unparked_sandboxes(limit, result)
     cancels = db.fetch_all("runs_list_unacknowledged_cancels",
@@ -213,7 +224,9 @@ def recover(limit: int, default_timeout_ms: int, result: LivenessTick, now=None)
         cancelled = _failed(FailureCode.CANCELLED, "the runner did not acknowledge the cancel in time")
         if record_verdict(VerdictKind.CANCEL_UNACKNOWLEDGED, row, cancelled, now, row["heartbeat_identity"]):
             result.counts["cancels_settled"] += 1
+            said("cancel_unacknowledged", row["run_id"], row["attempt"])
     for row in db.fetch_all("runs_list_passed_wait_deadlines", {"limit": limit, "now": now}):
         exceeded = _failed(FailureCode.WAIT_DEADLINE_EXCEEDED, "the run's hard ceiling passed")
         if record_verdict(VerdictKind.WAIT_DEADLINE_EXCEEDED, row, exceeded, now):
             result.counts["deadlines_settled"] += 1
+            said("wait_deadline_exceeded", row["run_id"], row["attempt"])

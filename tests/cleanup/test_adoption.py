@@ -117,3 +117,40 @@ def test_claim__oldest_due_first_across_providers_and_at_most_the_limit():
     assert [job.sandbox_id for job in jobs] == ["sb-0", "sb-1", "sb-2"]
     jobs, _ = obligations.claim(["daytona", "modal", "local"], "owner", limit=3)
     assert [job.sandbox_id for job in jobs] == ["sb-3"]
+
+
+@pytest.fixture
+def without_the_optional_legacy_index():
+    """SCH-5: the optional partial index on legacy rows is absent (dropped inside this test's transaction)."""
+    query("DROP INDEX runtime_scheduler_sandbox_cleanup_legacy_pending_idx")
+    assert one("SELECT count(*) FROM pg_indexes WHERE indexname = 'runtime_scheduler_sandbox_cleanup_legacy_pending_idx'") == 0
+
+
+def test_without_the_optional_legacy_index__preflight_adoption_and_completion_stay_correct(
+        without_the_optional_legacy_index):
+    """SCH-5: cleanup is correct without the index: the same proofs, the same copies, the legacy row completed."""
+    legacy("sb-proven", routing_domain="org-a")
+    v2("sb-proven", routing_domain="org-a", status="deleted", deleted_at=T2)
+    parked = factories.parked_run(provider="daytona", routing_domain="org-a")
+    factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
+    legacy(parked.sandbox_id, run_id=parked.run_id, routing_domain="org-a")
+    assert obligations.adoption_pending() is True
+    assert obligations.adopt() == {"settled_duplicates": 0, "settled_legacy": 1, "copied": 0}
+    [job], _ = obligations.claim(["daytona"], "owner")
+    assert obligations.complete(job, "owner", "deleted", "org-a") == "completed"
+    assert sorted((row[0], row[2]) for row in legacy_rows()) == sorted([(parked.sandbox_id, "deleted"),
+                                                                         ("sb-proven", "deleted")])
+    assert obligations.adoption_pending() is False
+
+
+def test_claim__attempt_count_rises_on_each_claim():
+    """CLN-4: every claim of a job counts an attempt, whatever became of the one before."""
+    parked = factories.parked_run(provider="daytona", routing_domain="org-a")
+    factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
+    counts = []
+    for _ in range(3):
+        [job], _ = obligations.claim(["daytona"], "owner")
+        counts.append(one("SELECT attempt_count FROM sandbox_cleanup_jobs_v2 WHERE sandbox_id = %s", [job.sandbox_id]))
+        query("UPDATE sandbox_cleanup_jobs_v2 SET lease_expires_at = now() - interval '1 second', "
+              "available_at = now() - interval '1 second'")
+    assert counts == [1, 2, 3]

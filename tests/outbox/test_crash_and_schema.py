@@ -92,3 +92,29 @@ def backlog_run_without_intent(run_id):
     query("INSERT INTO runs (run_id, org_id, play_name, status, launch_json) VALUES (%s, 'o', 'p', 'completed', '{}')", [run_id])
     query("INSERT INTO outbox (event_id, run_id, event_type, payload_json) VALUES (%s, %s, 'run.completed', '{}')",
           [f"{run_id}:done", run_id])
+
+
+def test_column_dropped_between_the_catalog_read_and_the_select__retried_once_without_it():
+    """SCH-3: the catalog says the column is there (its drop is not committed yet), the select then waits for the
+    table and meets 42703 once the drop commits: the reader retries once on the path without the column. The
+    outbox's claim and this reader share that retry (scheduler/schema/optional_columns.py)."""
+    from scheduler.runs import reads
+    from tests.concurrency import threads
+    from tests.factories import query
+
+    query("INSERT INTO runs (run_id, org_id, play_name, status, launch_json, array_input_started) "
+          "VALUES ('run-race', 'o', 'p', 'completed', '{}', true)")
+    assert reads.terminal_array_input_intent("run-race") == reads.ArrayInputIntent("p", True)
+    try:
+        with connect(autocommit=False) as admin:
+            admin.execute("ALTER TABLE runtime_scheduler.runs DROP COLUMN array_input_started")
+            reader, read = threads.start(lambda: reads.terminal_array_input_intent("run-race"),
+                                         application_name="intent-reader")
+            threads.wait_until_blocked("intent-reader")
+            admin.commit()
+        reader.join(30)
+        assert read.get() == reads.ArrayInputIntent(None, False)
+    finally:
+        with connect(autocommit=True) as admin:
+            admin.execute("ALTER TABLE runtime_scheduler.runs ADD COLUMN IF NOT EXISTS array_input_started "
+                          "boolean NOT NULL DEFAULT false")

@@ -182,3 +182,35 @@ def test_invalid_schema_name__refused_at_start_up(scratch_db, bad_name):
     result = run_manage("check", database_url_value=scratch_db.url, SCHEDULER_SCHEMA=bad_name)
     assert result.returncode != 0
     assert "SCHEDULER_SCHEMA must be a plain lower-case identifier" in result.stderr
+
+
+def test_shape_check__a_wrong_type_a_lost_default_a_missing_constraint_and_function__each_named(scratch_db):
+    """SCH-4: ready only when every column has its type, nullability and default, and every constraint and
+    function exists; each drift is listed and the exit status is 1."""
+    assert run_manage("migrate", "--no-input", database_url_value=scratch_db.url).returncode == 0
+    with scratch_db.connect(autocommit=True) as conn:
+        conn.execute("ALTER TABLE runtime_scheduler.runs ALTER COLUMN graph_hash TYPE varchar(64)")
+        conn.execute("ALTER TABLE runtime_scheduler.runs ALTER COLUMN max_attempts DROP DEFAULT")
+        conn.execute("ALTER TABLE runtime_scheduler.runs DROP CONSTRAINT runs_status_check")
+        conn.execute("DROP FUNCTION runtime_scheduler.runtime_json_is_count(jsonb)")
+    checked = _check(scratch_db)
+    assert checked.returncode == 1
+    for problem in ["wrong column runs.graph_hash", "wrong column runs.max_attempts",
+                    "missing constraint runs_status_check on runs", "missing function runtime_json_is_count(value jsonb)"]:
+        assert problem in checked.stdout, checked.stdout
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deploy_lock__holds_the_60_second_statement_timeout__and_leaves_none_behind():
+    """SCH-6: schema init and expansion run with a 60 s statement timeout, set for the deploy only."""
+    from django.db import connection
+
+    from scheduler.schema.deploy import deploy_lock
+
+    with deploy_lock():
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW statement_timeout")
+            assert cursor.fetchone()[0] == "1min"
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        assert cursor.fetchone()[0] != "1min"

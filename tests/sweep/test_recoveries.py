@@ -244,3 +244,22 @@ def test_cancels_of_ended_runs__marked_by_the_sweep_and_read_no_more_while_open_
     query("UPDATE control SET value_json = '{}' WHERE key = %s", [f"runtime_cancel:{parked.run_id}"])
     liveness.run_once(now=LATER)
     assert one("SELECT value_json ? 'runEndedAt' FROM control WHERE key = %s", [f"runtime_cancel:{parked.run_id}"])
+
+
+def test_one_structured_log_line_per_action(provider, caplog):
+    """SWP-6: each action the sweep takes is one line naming it, its run and attempt; nothing else is logged."""
+    recorded = factories.parked_run()
+    factories.recorded_unsettled(recorded.run_id, 1, factories.completed_result())
+    lost = factories.parked_run(heartbeat_timeout_ms=1000)
+    claimed_id = factories.launch()
+    factories.claim(claimed_id)
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
+    caplog.set_level("INFO", logger="scheduler.sweep.liveness")
+    result = liveness.run_once(now=later)
+    lines = [record.getMessage() for record in caplog.records if record.name == "scheduler.sweep.liveness"]
+    actions = sorted(line.split()[1] for line in lines)
+    assert actions == ["action=dispatch_lost", "action=runner_lost", "action=settled_recorded_terminal",
+                       "action=unparked_reconciled"], lines
+    assert all(line.startswith("liveness action=") for line in lines)
+    assert any(f"run={lost.run_id} attempt=1" in line for line in lines)
+    assert (result.counts["settled"], result.counts["verdicts"], result.counts["dispatch_lost"]) == (1, 1, 1)
