@@ -16,7 +16,7 @@ plan: PostgreSQL's automatic choice would re-plan it on every call although
 one plan fits every parameter (the array-driven settlement is one). Parameters
 are named psycopg placeholders, `%(run_id)s`, with explicit casts.
 
-`fragments.sql` holds SQL that several blocks must spell exactly alike (the
+`fragments.sql` (and `fragments_<domain>.sql`) hold SQL that several blocks must spell exactly alike (the
 "newer attempt" fence, the control keys, the release locks): a block writes
 `{{newer_attempt_exists(target.run_id, target.attempt)}}` and the loader
 splices the fragment in, its `{run_id}`-style parameters replaced by the

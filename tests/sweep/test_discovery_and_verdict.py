@@ -101,7 +101,7 @@ def test_discovery__cursor_walks_past_candidates_already_read():
 def verdict(parked, identity=IDENTITY, kind="runner_lost"):
     if kind == "runner_lost":
         return int(liveness.record_runner_loss(parked.run_id, parked.attempt, parked.lease_token, identity,
-                                               factories.failed_result("runner_lost"), {}).recorded_now)
+                                               factories.failed_result("runner_lost", verdict="runner_lost"), {}).recorded_now)
     return db.execute("attempts_record_parked_verdict", {
         "run_id": parked.run_id, "attempt": parked.attempt, "lease_token": parked.lease_token, "kind": kind,
         "expected_heartbeat_at": identity, "now": None,

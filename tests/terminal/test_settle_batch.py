@@ -89,7 +89,8 @@ def test_swept_losses_settled_in_one_batch__each_fenced_on_its_own_heartbeat_ide
     never_beat, moved_on = factories.parked_run(), factories.parked_run()
     lifecycle.heartbeat(moved_on.run_id, 1, moved_on.lease_token)
     for parked in (never_beat, moved_on):
-        liveness.record_runner_loss(parked.run_id, 1, parked.lease_token, None, factories.failed_result("runner_lost"))
+        liveness.record_runner_loss(parked.run_id, 1, parked.lease_token, None,
+                                    factories.failed_result("runner_lost", verdict="runner_lost"))
     answers = settlement.settle_attempts([settlement.Settlement(p.run_id, 1, p.lease_token) for p in (never_beat, moved_on)])
     assert [(a.recorded, a.run_status) for a in answers] == [(True, "queued"), (False, None)]
     assert factories.one("SELECT status FROM runs WHERE run_id = %s", [moved_on.run_id]) == "waiting"

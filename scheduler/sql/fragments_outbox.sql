@@ -1,0 +1,49 @@
+-- Fragments of the outbox (OBX-3..6, OBX-10): the claim's CTEs, the acknowledgements, the built-in store.
+
+-- fragment: acknowledge_facts(event_ids, lease_owner)
+-- OBX-6: a delivered prefix is acknowledged: delivered, lease cleared, only on facts this drainer still holds.
+UPDATE __schema__.outbox AS fact
+SET delivered_at = clock_timestamp(), lease_owner = NULL, lease_expires_at = NULL
+WHERE fact.event_id = ANY ({event_ids})
+  AND fact.lease_owner = {lease_owner}
+  AND fact.delivered_at IS NULL
+RETURNING fact.event_id
+
+-- fragment: acknowledge_unleased_facts(event_ids, lease_owner)
+-- OBX-10: facts read under their run's lock and delivered in the same transaction: delivered, unless another
+-- drainer holds a live lease on one (it then stays that drainer's to acknowledge).
+UPDATE __schema__.outbox AS fact
+SET delivered_at = clock_timestamp(), lease_owner = NULL, lease_expires_at = NULL
+WHERE fact.event_id = ANY ({event_ids})
+  AND fact.delivered_at IS NULL
+  AND (fact.lease_owner IS NULL OR fact.lease_owner = {lease_owner} OR fact.lease_expires_at <= now())
+RETURNING fact.event_id
+
+-- fragment: claimable_prefixes(run_ids, lane)
+-- OBX-3, OBX-5: the two CTEs of a claim under the runs' locks: `ranked` numbers each run's undelivered facts in
+-- causal order; `eligible_runs` keeps the runs whose head is ready and whose lane no other drainer holds.
+ranked AS MATERIALIZED (
+    SELECT fact.event_id, fact.run_id, fact.event_type, fact.payload_json, fact.attempt_count, fact.failed_at,
+           fact.next_attempt_at, fact.created_at,
+           -- OBX-3: a live lease holds the run's lane whoever holds it, this drainer included.
+           fact.lease_owner IS NOT NULL AND fact.lease_expires_at > now() AS held,
+           row_number() OVER (PARTITION BY fact.run_id ORDER BY fact.created_at, fact.event_id) AS position
+    FROM __schema__.outbox AS fact
+    WHERE fact.run_id = ANY ({run_ids}) AND fact.lane = {lane} AND fact.delivered_at IS NULL
+), eligible_runs AS MATERIALIZED (
+    SELECT ranked.run_id
+    FROM ranked
+    GROUP BY ranked.run_id
+    HAVING NOT bool_or(ranked.held)
+       AND NOT bool_or(ranked.position = 1 AND (ranked.failed_at IS NOT NULL
+                                               OR coalesce(ranked.next_attempt_at, ranked.created_at) > now()))
+)
+
+-- fragment: store_ledger_events(source)
+-- OBX-10: the built-in receiver stores ledger events idempotently by event id (source: event_id, run_id,
+-- event_type, occurred_at, payload).
+INSERT INTO __schema__.run_ledger_events (event_id, run_id, event_type, occurred_at, payload_json)
+SELECT event.event_id, event.run_id, event.event_type, event.occurred_at, event.payload
+FROM {source} AS event
+ON CONFLICT (event_id) DO NOTHING
+RETURNING event_id
