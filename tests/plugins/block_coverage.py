@@ -1,7 +1,8 @@
 """A guard that every named SQL block is run by some test: a requirement's test must run the production
 statement, so a block no test executes is a statement nothing shows to work.
 
-Each statement the suite runs passes through `scheduler.db._execute`; this plugin records its name (in this
+Each statement the suite runs passes through `scheduler.db._execute` (or, run on a raw cursor, is read with
+`scheduler.db.statement_sql`); this plugin records its name (in this
 process, and in the manage.py subprocesses the tests start: tests/support.manage_env points them at a file
 through SCHEDULER_TEST_BLOCKS_FILE, read by tests/plugins/sitecustomize.py). When the whole suite ran and
 passed with nothing skipped (as in CI), a block nobody executed fails the session, naming it.
@@ -26,13 +27,17 @@ def record(name: str) -> None:
 def install() -> None:
     from scheduler import db
 
-    original = db._execute
+    original, text_of = db._execute, db.statement_sql
 
     def executing(cursor, name, *args, **kwargs):
         record(name)
         return original(cursor, name, *args, **kwargs)
 
-    db._execute = executing
+    def statement_sql(name, *args, **kwargs):
+        record(name)  # a block run on a raw cursor (the pooled-session check at connection time)
+        return text_of(name, *args, **kwargs)
+
+    db._execute, db.statement_sql = executing, statement_sql
 
 
 def pytest_configure(config):

@@ -8,15 +8,23 @@ import sys
 _FILE = os.environ.get("SCHEDULER_TEST_BLOCKS_FILE")
 
 
+def _record(block: str) -> None:
+    with open(_FILE, "a") as log:
+        log.write(block + "\n")
+
+
 def _patch(module) -> None:
-    original = module._execute
+    original, text_of = module._execute, module.statement_sql
 
     def executing(cursor, block, *args, **kwargs):
-        with open(_FILE, "a") as log:
-            log.write(block + "\n")
+        _record(block)
         return original(cursor, block, *args, **kwargs)
 
-    module._execute = executing
+    def statement_sql(block, *args, **kwargs):
+        _record(block)
+        return text_of(block, *args, **kwargs)
+
+    module._execute, module.statement_sql = executing, statement_sql
 
 
 class _Recorder:
