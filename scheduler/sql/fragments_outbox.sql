@@ -47,3 +47,20 @@ SELECT event.event_id, event.run_id, event.event_type, event.occurred_at, event.
 FROM {source} AS event
 ON CONFLICT (event_id) DO NOTHING
 RETURNING event_id
+
+-- fragment: ready_head(fact)
+-- OBX-2, OBX-3: `fact` (a row of the outbox walked in age order) is its run's ready lane head: undelivered, not
+-- failed, due, no older undelivered fact, no live lease in the lane. OFFSET 0 keeps each check a per-fact probe
+-- by run_id: a queue's statistics are always stale, and turned into a join the check was planned as a scan of
+-- every undelivered fact per candidate.
+{fact}.lane = %(lane)s::text AND {fact}.delivered_at IS NULL
+AND {fact}.failed_at IS NULL
+AND coalesce({fact}.next_attempt_at, {fact}.created_at) <= now()
+AND NOT EXISTS (SELECT 1 FROM __schema__.outbox AS older
+                WHERE older.run_id = {fact}.run_id AND older.lane = {fact}.lane AND older.delivered_at IS NULL
+                  AND (older.created_at, older.event_id) < ({fact}.created_at, {fact}.event_id)
+                OFFSET 0)
+AND NOT EXISTS (SELECT 1 FROM __schema__.outbox AS active
+                WHERE active.run_id = {fact}.run_id AND active.lane = {fact}.lane AND active.delivered_at IS NULL
+                  AND active.lease_owner IS NOT NULL AND active.lease_expires_at > now()
+                OFFSET 0)

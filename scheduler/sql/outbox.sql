@@ -2,16 +2,47 @@
 -- Runs whose lane head is ready (not failed, due, no live lease in its lane, its own drainer's included), minus excluded runs, in admission_first order (a run.created head, then a run with a pending terminal, then on the ledger lane one with a pending run.waiting, then the rest; each class by its head's own created_at, then run id) or oldest_ready order (head age, then run id); reserves nothing (OBX-2..4, OBX-7).
 -- plan: custom
 -- (A drainer idling on an empty outbox would otherwise settle on a generic plan costed for an empty table.)
-WITH milestone_runs AS (
-    -- admission_first classes 1 and 2: every run holding a pending terminal or wait is a candidate (one probe of
-    -- the milestone index each), so the order inside the class is by each head's own age, never the milestone's.
+WITH milestone_count AS MATERIALIZED (
+    -- How many runs hold a pending terminal or wait, counted only up to a bound (an index range, no more).
+    SELECT count(*) AS pending FROM (
+        SELECT 1 FROM __schema__.outbox AS fact
+        WHERE %(admission_first)s::boolean
+          AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
+          AND fact.event_type IN ('run.completed', 'run.failed', 'run.cancelled', 'run.waiting')
+        LIMIT 2001
+    ) AS bounded
+), milestone_runs AS (
+    -- admission_first classes 1 and 2, exactly, by each head's own age (never the milestone's), two ways that
+    -- both find every run a class's first `limit` heads belong to. Few such runs: all of them (one probe of the
+    -- milestone index each). Many: the oldest ready heads whose run holds one, walked in head order until the
+    -- limit is met (cheap then: such heads are common).
     SELECT DISTINCT fact.run_id
     FROM __schema__.outbox AS fact
-    WHERE %(admission_first)s::boolean
+    WHERE %(admission_first)s::boolean AND (SELECT pending FROM milestone_count) <= 2000
       AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
       AND fact.event_type IN ('run.completed', 'run.failed', 'run.cancelled', 'run.waiting')
       AND (fact.event_type <> 'run.waiting' OR %(lane)s::text = 'ledger')
       AND NOT (fact.run_id = ANY (%(exclude_run_ids)s::text[]))
+    UNION ALL
+    (SELECT head.run_id FROM __schema__.outbox AS head
+     WHERE %(admission_first)s::boolean AND (SELECT pending FROM milestone_count) > 2000
+       AND {{ready_head(head)}}
+       AND EXISTS (SELECT 1 FROM __schema__.outbox AS pending
+                   WHERE pending.run_id = head.run_id AND pending.lane = head.lane AND pending.delivered_at IS NULL
+                     AND pending.event_type IN ('run.completed', 'run.failed', 'run.cancelled')
+                   OFFSET 0)
+       AND NOT (head.run_id = ANY (%(exclude_run_ids)s::text[]))
+     ORDER BY head.created_at, head.event_id LIMIT %(limit)s::integer)
+    UNION ALL
+    (SELECT head.run_id FROM __schema__.outbox AS head
+     WHERE %(admission_first)s::boolean AND (SELECT pending FROM milestone_count) > 2000 AND %(lane)s::text = 'ledger'
+       AND {{ready_head(head)}}
+       AND EXISTS (SELECT 1 FROM __schema__.outbox AS pending
+                   WHERE pending.run_id = head.run_id AND pending.lane = head.lane AND pending.delivered_at IS NULL
+                     AND pending.event_type = 'run.waiting'
+                   OFFSET 0)
+       AND NOT (head.run_id = ANY (%(exclude_run_ids)s::text[]))
+     ORDER BY head.created_at, head.event_id LIMIT %(limit)s::integer)
 ), candidate_runs AS (
     SELECT milestone_runs.run_id FROM milestone_runs
     UNION
@@ -23,20 +54,8 @@ WITH milestone_runs AS (
      ORDER BY fact.created_at, fact.event_id LIMIT %(limit)s::integer)
     UNION
     -- Every order: the oldest ready heads, so class 3 (and oldest_ready) is filled in head order.
-    -- OFFSET 0 keeps each check a per-fact probe by run_id: a queue's statistics are always stale, and
-    -- turned into a join the check was planned as a scan of every undelivered fact per candidate.
     (SELECT fact.run_id FROM __schema__.outbox AS fact
-     WHERE fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
-       AND fact.failed_at IS NULL
-       AND coalesce(fact.next_attempt_at, fact.created_at) <= now()
-       AND NOT EXISTS (SELECT 1 FROM __schema__.outbox AS older
-                       WHERE older.run_id = fact.run_id AND older.lane = fact.lane AND older.delivered_at IS NULL
-                         AND (older.created_at, older.event_id) < (fact.created_at, fact.event_id)
-                       OFFSET 0)
-       AND NOT EXISTS (SELECT 1 FROM __schema__.outbox AS active
-                       WHERE active.run_id = fact.run_id AND active.lane = fact.lane AND active.delivered_at IS NULL
-                         AND active.lease_owner IS NOT NULL AND active.lease_expires_at > now()
-                       OFFSET 0)
+     WHERE {{ready_head(fact)}}
      ORDER BY fact.created_at, fact.event_id LIMIT %(limit)s::integer + cardinality(%(exclude_run_ids)s::text[]))
 )
 SELECT candidate_runs.run_id, head.event_type AS head_event_type, head.created_at AS head_created_at,

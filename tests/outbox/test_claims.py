@@ -221,3 +221,19 @@ def test_concurrent_drainers_rotate_only_within_the_listings_first_class():
         rotated = drainer._own_slice_first(listing, owner, "admission_first")
         assert sorted(rotated[:40]) == sorted(f"t{i}" for i in range(40)) and rotated[40:] == [f"p{i}" for i in range(24)]
     assert {drainer._own_slice_first(listing, f"h:{pid}", "admission_first")[0] for pid in range(20)} == {"t0", "t16"}
+
+
+def test_admission_first__with_thousands_of_pending_terminals__still_by_each_heads_own_age():
+    """OBX-4 past the bound where every pending terminal's run is not enumerated any more (the head walk)."""
+    query("INSERT INTO runs (run_id, org_id, play_name, status, launch_json) "
+          "SELECT 'bulk-' || lpad(n::text, 5, '0'), 'org', 'p', 'running', '{}' FROM generate_series(1, 2100) AS n")
+    query("INSERT INTO outbox (event_id, run_id, event_type, payload_json, lane, created_at) "
+          "SELECT 'bulk-' || lpad(n::text, 5, '0') || ':t', 'bulk-' || lpad(n::text, 5, '0'), 'run.completed', '{}', "
+          "'ledger', timestamptz '2026-01-02' + make_interval(secs => n) FROM generate_series(1, 2100) AS n")
+    backlog_run("old-head", kinds=["run.progress", "run.completed"], start_second=1)
+    query("UPDATE outbox SET created_at = timestamptz '2026-02-01' WHERE event_id = 'old-head:001:run.completed'")
+    backlog_run("a-wait", kinds=["run.waiting"], start_second=0)
+    listed = claims.list_ready_runs("ledger", "admission_first", 10)
+    assert [row["run_id"] for row in listed][:3] == ["old-head", "bulk-00001", "bulk-00002"]
+    assert {row["class"] for row in listed} == {1}
+    assert [row["run_id"] for row in claims.list_ready_runs("ledger", "oldest_ready", 2)] == ["a-wait", "old-head"]
