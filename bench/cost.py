@@ -84,7 +84,7 @@ def one_run(fake, index: int, measure) -> None:
 
     request = lifecycle.LaunchRequest(play_name="cost:play", org_id=ORG, launch={"sandboxProvider": "daytona"},
                                       max_attempts=1)
-    run_id = measure("launch", lambda: lifecycle.launch_run(request))
+    run_id = measure("launch", lambda: lifecycle.launch_run(request).run_id)
     claim = measure("claim", lambda: lifecycle.claim_queued_runs(1)[0])
     sandbox_id = f"cost-{index}"
     fake.add(sandbox_id, ORG)

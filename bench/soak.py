@@ -44,7 +44,7 @@ def launch_at(rate: float, stop: threading.Event) -> None:
     while not stop.is_set():
         due = int((time.monotonic() - started) * rate)
         while launched < due:
-            lifecycle.launch_run(request)
+            lifecycle.launch_run(request).run_id
             launched += 1
         stop.wait(0.02)
     connections.close_all()

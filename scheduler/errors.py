@@ -44,6 +44,12 @@ class OpeningRefused(Conflict):
     code = "opening_refused"
 
 
+class IdempotencyConflict(Conflict):
+    """FSH-5: the launch's idempotency key already names a run launched with another body."""
+
+    code = "idempotency_conflict"
+
+
 class LeaseMismatch(Conflict):
     code = "lease_mismatch"
 

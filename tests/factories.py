@@ -14,7 +14,7 @@ from scheduler.runs import lifecycle
 def launch(**overrides) -> str:
     fields = {"play_name": "play", "org_id": "org-1", "launch": {}, "max_attempts": 3}
     fields.update(overrides)
-    return lifecycle.launch_run(lifecycle.LaunchRequest(**fields))
+    return lifecycle.launch_run(lifecycle.LaunchRequest(**fields)).run_id
 
 
 @dataclass

@@ -21,7 +21,8 @@ def test_database_error__surfaces_as_psycopg_error_with_statement_name():
         db.fetch_one("runs_launch", {
             "release_keys": [], "run_id": "r1", "org_id": None, "play_name": "p", "graph_hash": None,
             "runtime_profile": None, "definition_scope": "galaxy", "launch": "{}", "input": None,
-            "run_log_store": None, "max_attempts": 1, "wait_deadline": None,
+            "run_log_store": None, "max_attempts": 1, "wait_deadline": None, "idempotency_key": None,
+            "idempotency_digest": None,
         })
     assert "in SQL statement runs_launch" in raised.value.__notes__
 

@@ -85,6 +85,7 @@ def launch_request(body: Any) -> LaunchRequest:
         definition_scope=validation.choice(body.get("definitionScope"), "definitionScope", ("org", "system"),
                                            optional=True),
         wait_deadline=_wait_deadline(body.get("waitDeadline")),
+        idempotency_key=validation.text(body.get("idempotencyKey"), "idempotencyKey", optional=True, max_length=200),
     )
 
 

@@ -16,8 +16,10 @@ def runs(request):
     """POST: launch a run (RUN-1). GET: runs newest first, filtered, a page at a time."""
     require_internal_token(request)
     if request.method == "POST":
-        launch_request = parsing.launch_request(json_body(request))
-        return JsonResponse({"runId": lifecycle.launch_run(launch_request)}, status=201)
+        launched = lifecycle.launch_run(parsing.launch_request(json_body(request)))
+        if launched.deduplicated:  # FSH-5: the first launch's run, whatever its status
+            return JsonResponse({"runId": launched.run_id, "deduplicated": True}, status=200)
+        return JsonResponse({"runId": launched.run_id}, status=201)
     filters, cursor, limit = parsing.run_list_query(request.GET)
     rows, next_cursor = run_list.page(filters, cursor=cursor, limit=limit)
     return JsonResponse({"runs": [responses.run_row(row) for row in rows], "nextCursor": next_cursor})

@@ -36,6 +36,9 @@ class Run(models.Model):
     run_log_store = models.TextField(null=True)
     max_attempts = models.IntegerField(db_default=3)
     array_input_started = models.BooleanField(db_default=False)
+    # FSH-5: the launch's idempotency key and a digest of its body (a repeat with another body is a conflict).
+    idempotency_key = models.TextField(null=True)
+    idempotency_digest = models.TextField(null=True)
     created_at = models.DateTimeField(db_default=Now())
     updated_at = models.DateTimeField(db_default=Now())
     started_at = models.DateTimeField(null=True)

@@ -7,7 +7,9 @@ Answers are dataclasses; the API turns them into JSON (api/responses.py).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import hashlib
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -18,7 +20,7 @@ from django.db import transaction
 
 from scheduler import db
 from scheduler.conf import scheduler_settings
-from scheduler.errors import NotFound, ReleaseClosed
+from scheduler.errors import IdempotencyConflict, NotFound, ReleaseClosed
 from scheduler.runs import admission
 
 
@@ -40,26 +42,50 @@ class LaunchRequest:
     runtime_profile: str | None = None
     definition_scope: str | None = None
     wait_deadline: dt.datetime | None = None
+    idempotency_key: str | None = None  # FSH-5: one kept run per org and key
+
+    def digest(self) -> str:
+        """What makes two launches "the same body" (FSH-5): every field, canonically serialized."""
+        body = json.dumps(dataclasses.asdict(self), sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(body.encode()).hexdigest()
 
 
-def launch_run(request: LaunchRequest) -> str:
-    """RUN-1/ADM-5: insert a queued run and run.created, refused while its release reads closed."""
+@dataclass(frozen=True)
+class Launched:
+    run_id: str
+    deduplicated: bool = False  # FSH-5: a repeat of an earlier launch; run_id is that launch's run
+
+
+def launch_run(request: LaunchRequest) -> Launched:
+    """RUN-1/ADM-5: insert a queued run and run.created, refused while its release reads closed; FSH-5: a repeat
+    of a keyed launch answers the first run, and the same key with another body is a conflict."""
     launch = request.launch or {}
     release_id = launch.get("absurdReleaseId")
     keys = admission.admission_keys(release_id, launch.get("environment")) if release_id else []
-    run_id = f"run_{uuid.uuid4().hex}"
+    digest = request.digest() if request.idempotency_key is not None else None
     with transaction.atomic():
         admission.lock_keys(keys)
         row = db.fetch_one("runs_launch", {
-            "release_keys": keys, "run_id": run_id, "org_id": request.org_id, "play_name": request.play_name,
-            "graph_hash": request.graph_hash, "runtime_profile": request.runtime_profile,
-            "definition_scope": request.definition_scope, "launch": json.dumps(launch), "input": _json(request.input),
-            "run_log_store": request.run_log_store, "max_attempts": request.max_attempts,
-            "wait_deadline": request.wait_deadline,
+            "release_keys": keys, "run_id": f"run_{uuid.uuid4().hex}", "org_id": request.org_id,
+            "play_name": request.play_name, "graph_hash": request.graph_hash,
+            "runtime_profile": request.runtime_profile, "definition_scope": request.definition_scope,
+            "launch": json.dumps(launch), "input": _json(request.input), "run_log_store": request.run_log_store,
+            "max_attempts": request.max_attempts, "wait_deadline": request.wait_deadline,
+            "idempotency_key": request.idempotency_key, "idempotency_digest": digest,
         })
+    if row["run_id"] is None and request.idempotency_key is not None:
+        first = db.fetch_one("runs_read_by_idempotency_key", {"org_id": request.org_id,
+                                                              "idempotency_key": request.idempotency_key})
+        if first is not None:
+            if first["idempotency_digest"] != digest:
+                raise IdempotencyConflict(f"idempotencyKey {request.idempotency_key[:80]!r} was used by run "
+                                          f"{first['run_id']} with another body", field="idempotencyKey")
+            return Launched(first["run_id"], deduplicated=True)
     if row["release_closed"]:
         raise ReleaseClosed(f'release "{release_id}" is closed to new runs')
-    return row["run_id"]
+    if row["run_id"] is None:  # the key's run was removed between the two reads (retention): say so, write nothing
+        raise IdempotencyConflict("idempotencyKey's run was just removed; launch again", field="idempotencyKey")
+    return Launched(row["run_id"])
 
 
 @dataclass(frozen=True)

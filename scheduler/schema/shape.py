@@ -42,6 +42,7 @@ REQUIRED_INDEXES = (
     "runtime_scheduler_attempts_recorded_unsettled_idx",
     "runtime_scheduler_control_open_cancels_idx",
     "runtime_scheduler_control_unreconciled_idx",
+    "runtime_scheduler_runs_idempotency_idx",
 )
 LEGACY_CLEANUP_PENDING_INDEX = "runtime_scheduler_sandbox_cleanup_legacy_pending_idx"
 REQUIRED_FUNCTIONS = (

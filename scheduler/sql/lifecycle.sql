@@ -1,5 +1,5 @@
 -- name: runs_launch
--- Insert a queued run and its run.created fact unless its release reads closed (RUN-1, ADM-5); run after release_admission_lock in the same transaction.
+-- Insert a queued run and its run.created fact unless its release reads closed (RUN-1, ADM-5) or a kept run of its org already holds its idempotency key (FSH-5); run after release_admission_lock in the same transaction.
 WITH admission AS MATERIALIZED (
     SELECT admission.accepting
     FROM __schema__.runtime_release_admission AS admission
@@ -9,13 +9,16 @@ WITH admission AS MATERIALIZED (
 ), inserted AS (
     INSERT INTO __schema__.runs (
         run_id, org_id, play_name, graph_hash, runtime_profile, definition_scope, status,
-        launch_json, input_json, run_log_store, max_attempts, wait_deadline, created_at, updated_at
+        launch_json, input_json, run_log_store, max_attempts, wait_deadline, idempotency_key, idempotency_digest,
+        created_at, updated_at
     )
     SELECT %(run_id)s::text, %(org_id)s::text, %(play_name)s::text, %(graph_hash)s::text,
            %(runtime_profile)s::text, %(definition_scope)s::text, 'queued',
            %(launch)s::jsonb, %(input)s::jsonb, %(run_log_store)s::text, %(max_attempts)s::integer,
-           %(wait_deadline)s::timestamptz, now(), now()
+           %(wait_deadline)s::timestamptz, %(idempotency_key)s::text, %(idempotency_digest)s::text, now(), now()
     WHERE NOT EXISTS (SELECT 1 FROM admission WHERE NOT admission.accepting)
+    -- FSH-5: a concurrent duplicate waits for the first insert to commit, then inserts nothing.
+    ON CONFLICT (org_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING run_id, org_id, play_name
 ), created_fact AS (
     INSERT INTO __schema__.outbox (event_id, run_id, event_type, payload_json, lane, created_at)
@@ -28,6 +31,15 @@ WITH admission AS MATERIALIZED (
 SELECT (SELECT run_id FROM inserted) AS run_id,
        EXISTS (SELECT 1 FROM admission WHERE NOT admission.accepting) AS release_closed,
        (SELECT count(*) FROM created_fact) AS facts_written;
+
+-- name: runs_read_by_idempotency_key
+-- FSH-5: the kept run of an org that holds an idempotency key, with the digest of the body that launched it (read after a launch found the key taken: a fresh snapshot sees the concurrent first insert).
+-- plan: custom
+-- (Planned for its values, the org test folds to one index condition of the unique index, null org or not.)
+SELECT run.run_id, run.idempotency_digest
+FROM __schema__.runs AS run
+WHERE run.idempotency_key = %(idempotency_key)s::text
+  AND (run.org_id = %(org_id)s::text OR (%(org_id)s::text IS NULL AND run.org_id IS NULL));
 
 -- name: runs_claim_queued
 -- Claim queued runs (SKIP LOCKED): attempt n+1 with a fresh lease token, older attempts retired, run running, run.started written (RUN-2).

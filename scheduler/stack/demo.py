@@ -25,7 +25,7 @@ class DemoRun:
             play_name=self.play.rpartition(":")[2], org_id="demo", input=self.play_input,
             launch={"play": {"callable": self.play}, "sandboxProvider": Provider.LOCAL.value, **self.launch_extra},
         )
-        self.run_id = lifecycle.launch_run(request)
+        self.run_id = lifecycle.launch_run(request).run_id
         self.say(f"launched (play {self.play} in a local sandbox)")
 
     def say(self, text: str) -> None:

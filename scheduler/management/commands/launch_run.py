@@ -39,7 +39,7 @@ class Command(SchedulerCommand):
         if options["input"] is not None:
             body["input"] = _json_argument(options["input"], "--input")
         try:
-            run_id = lifecycle.launch_run(parsing.launch_request(body))
+            run_id = lifecycle.launch_run(parsing.launch_request(body)).run_id
         except SchedulerError as error:
             raise CommandError(error.message) from None
         self.stdout.write(run_id)
