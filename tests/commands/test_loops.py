@@ -6,7 +6,6 @@ import subprocess
 
 import pytest
 
-from scheduler.runs import settlement
 from tests import factories
 from tests.concurrency.threads import wait_until_blocked
 from tests.factories import loads, one

@@ -2,7 +2,6 @@
 
 import pytest
 
-from scheduler.runs import settlement
 from tests import factories
 from tests.factories import loads, one
 
