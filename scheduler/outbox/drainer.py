@@ -72,7 +72,8 @@ def run_once(lease_owner: str, *, should_stop=lambda: False, **overrides) -> Dra
         full = _drain(candidates, lease_owner, options, result, locked)
         # Every run this claim locked is done with for this listing, those found already delivered included:
         # left in place they would be locked again first, and a listing's later runs never reached.
-        candidates = [run_id for run_id in candidates if run_id not in set(locked)]
+        done = set(locked)
+        candidates = [run_id for run_id in candidates if run_id not in done]
         if full is None:
             if locked and candidates:
                 continue  # what it locked was drained meanwhile; the listing's later runs are next

@@ -3,29 +3,37 @@
 -- plan: custom
 -- (A drainer idling on an empty outbox would otherwise settle on a generic plan costed for an empty table.)
 WITH milestone_count AS MATERIALIZED (
-    -- How many runs hold a pending terminal or wait, counted only up to a bound (an index range, no more).
-    SELECT count(*) AS pending FROM (
-        SELECT 1 FROM __schema__.outbox AS fact
-        WHERE %(admission_first)s::boolean
-          AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
-          AND fact.event_type IN ('run.completed', 'run.failed', 'run.cancelled', 'run.waiting')
-        LIMIT 2001
-    ) AS bounded
+    -- How many runs hold a pending terminal, and a pending wait, each counted only up to a bound (an index range).
+    SELECT (SELECT count(*) FROM (
+                SELECT 1 FROM __schema__.outbox AS fact
+                WHERE %(admission_first)s::boolean AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
+                  AND fact.event_type IN ('run.completed', 'run.failed', 'run.cancelled')
+                LIMIT 2001) AS bounded) AS terminals,
+           (SELECT count(*) FROM (
+                SELECT 1 FROM __schema__.outbox AS fact
+                WHERE %(admission_first)s::boolean AND %(lane)s::text = 'ledger'
+                  AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL AND fact.event_type = 'run.waiting'
+                LIMIT 2001) AS bounded) AS waits
 ), milestone_runs AS (
-    -- admission_first classes 1 and 2, exactly, by each head's own age (never the milestone's), two ways that
-    -- both find every run a class's first `limit` heads belong to. Few such runs: all of them (one probe of the
-    -- milestone index each). Many: the oldest ready heads whose run holds one, walked in head order until the
-    -- limit is met (cheap then: such heads are common).
-    SELECT DISTINCT fact.run_id
-    FROM __schema__.outbox AS fact
-    WHERE %(admission_first)s::boolean AND (SELECT pending FROM milestone_count) <= 2000
-      AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
-      AND fact.event_type IN ('run.completed', 'run.failed', 'run.cancelled', 'run.waiting')
-      AND (fact.event_type <> 'run.waiting' OR %(lane)s::text = 'ledger')
-      AND NOT (fact.run_id = ANY (%(exclude_run_ids)s::text[]))
+    -- admission_first classes 1 and 2, exactly, by each head's own age (never the milestone's), each class one of
+    -- two ways that both find every run its first `limit` heads belong to. Few runs in the class: all of them (a
+    -- probe of the milestone index each). Many: the oldest ready heads whose run is in it, walked in head order
+    -- until the limit is met (cheap then: such heads are common).
+    (SELECT DISTINCT fact.run_id
+     FROM __schema__.outbox AS fact
+     WHERE (SELECT terminals FROM milestone_count) BETWEEN 1 AND 2000
+       AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
+       AND fact.event_type IN ('run.completed', 'run.failed', 'run.cancelled')
+       AND NOT (fact.run_id = ANY (%(exclude_run_ids)s::text[])))
+    UNION ALL
+    (SELECT DISTINCT fact.run_id
+     FROM __schema__.outbox AS fact
+     WHERE (SELECT waits FROM milestone_count) BETWEEN 1 AND 2000
+       AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL AND fact.event_type = 'run.waiting'
+       AND NOT (fact.run_id = ANY (%(exclude_run_ids)s::text[])))
     UNION ALL
     (SELECT head.run_id FROM __schema__.outbox AS head
-     WHERE %(admission_first)s::boolean AND (SELECT pending FROM milestone_count) > 2000
+     WHERE (SELECT terminals FROM milestone_count) > 2000
        AND {{ready_head(head)}}
        AND EXISTS (SELECT 1 FROM __schema__.outbox AS pending
                    WHERE pending.run_id = head.run_id AND pending.lane = head.lane AND pending.delivered_at IS NULL
@@ -35,7 +43,7 @@ WITH milestone_count AS MATERIALIZED (
      ORDER BY head.created_at, head.event_id LIMIT %(limit)s::integer)
     UNION ALL
     (SELECT head.run_id FROM __schema__.outbox AS head
-     WHERE %(admission_first)s::boolean AND (SELECT pending FROM milestone_count) > 2000 AND %(lane)s::text = 'ledger'
+     WHERE (SELECT waits FROM milestone_count) > 2000
        AND {{ready_head(head)}}
        AND EXISTS (SELECT 1 FROM __schema__.outbox AS pending
                    WHERE pending.run_id = head.run_id AND pending.lane = head.lane AND pending.delivered_at IS NULL
