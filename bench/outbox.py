@@ -121,6 +121,7 @@ def replay_script() -> str:
     values = {"lane": "'ledger'", "admission_first": "true", "limit": str(drainer_module.CANDIDATES),
               "exclude_run_ids": "'{}'", "run_ids": ":candidates", "lease_owner": owner,
               "max_facts": str(claims.MAX_PREFIX), "payloads": ":payloads", "event_ids": ":event_ids", "events": "'[]'",
+              **{key: f"'{value}'" for key, value in claims.CLAIM_TIMEOUTS.items()},
               "terminal_types": "'{" + ",".join(TERMINAL_FACT_TYPES) + "}'"}
     listing = _inline("outbox_list_ready_runs", values)
     lock = _inline("outbox_lock_runs", {**values, "limit": str(drainer_module.RUNS_PER_CLAIM)})

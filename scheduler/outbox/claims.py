@@ -69,9 +69,8 @@ def claim(run_ids: list[str], lane: Lane, lease_owner: str, *, lease_seconds: fl
         group = functools.partial(_prefixes, lane=lane, lease_owner=lease_owner, lease_seconds=lease_seconds,
                                   intent=_intents if may_read_intent else (lambda ids: {}))
         with transaction.atomic():
-            db.execute("outbox_claim_timeouts", CLAIM_TIMEOUTS)
             locked = {row["run_id"]: row for row in db.fetch_all("outbox_lock_runs", {
-                "run_ids": run_ids, "limit": max_runs, "lane": lane})}
+                "run_ids": run_ids, "limit": max_runs, "lane": lane, **CLAIM_TIMEOUTS})}
             if not locked:
                 leased = {}
             elif deliver_here is not None:

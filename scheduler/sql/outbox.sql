@@ -8,32 +8,32 @@ WITH milestone_count AS MATERIALIZED (
                 SELECT 1 FROM __schema__.outbox AS fact
                 WHERE %(admission_first)s::boolean AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
                   AND fact.event_type IN ('run.completed', 'run.failed', 'run.cancelled')
-                LIMIT 2001) AS bounded) AS terminals,
+                LIMIT 257) AS bounded) AS terminals,
            (SELECT count(*) FROM (
                 SELECT 1 FROM __schema__.outbox AS fact
                 WHERE %(admission_first)s::boolean AND %(lane)s::text = 'ledger'
                   AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL AND fact.event_type = 'run.waiting'
-                LIMIT 2001) AS bounded) AS waits
+                LIMIT 257) AS bounded) AS waits
 ), milestone_runs AS (
     -- admission_first classes 1 and 2, exactly, by each head's own age (never the milestone's), each class one of
     -- two ways that both find every run its first `limit` heads belong to. Few runs in the class: all of them (a
-    -- probe of the milestone index each). Many: the oldest ready heads whose run is in it, walked in head order
+    -- probe of the milestone index each, at most 256). Many: the oldest ready heads whose run is in it, walked in head order
     -- until the limit is met (cheap then: such heads are common).
     (SELECT DISTINCT fact.run_id
      FROM __schema__.outbox AS fact
-     WHERE (SELECT terminals FROM milestone_count) BETWEEN 1 AND 2000
+     WHERE (SELECT terminals FROM milestone_count) BETWEEN 1 AND 256
        AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
        AND fact.event_type IN ('run.completed', 'run.failed', 'run.cancelled')
        AND NOT (fact.run_id = ANY (%(exclude_run_ids)s::text[])))
     UNION ALL
     (SELECT DISTINCT fact.run_id
      FROM __schema__.outbox AS fact
-     WHERE (SELECT waits FROM milestone_count) BETWEEN 1 AND 2000
+     WHERE (SELECT waits FROM milestone_count) BETWEEN 1 AND 256
        AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL AND fact.event_type = 'run.waiting'
        AND NOT (fact.run_id = ANY (%(exclude_run_ids)s::text[])))
     UNION ALL
     (SELECT head.run_id FROM __schema__.outbox AS head
-     WHERE (SELECT terminals FROM milestone_count) > 2000
+     WHERE (SELECT terminals FROM milestone_count) > 256
        AND {{ready_head(head)}}
        AND EXISTS (SELECT 1 FROM __schema__.outbox AS pending
                    WHERE pending.run_id = head.run_id AND pending.lane = head.lane AND pending.delivered_at IS NULL
@@ -43,7 +43,7 @@ WITH milestone_count AS MATERIALIZED (
      ORDER BY head.created_at, head.event_id LIMIT %(limit)s::integer)
     UNION ALL
     (SELECT head.run_id FROM __schema__.outbox AS head
-     WHERE (SELECT waits FROM milestone_count) > 2000
+     WHERE (SELECT waits FROM milestone_count) > 256
        AND {{ready_head(head)}}
        AND EXISTS (SELECT 1 FROM __schema__.outbox AS pending
                    WHERE pending.run_id = head.run_id AND pending.lane = head.lane AND pending.delivered_at IS NULL
@@ -101,18 +101,17 @@ WHERE NOT (candidate_runs.run_id = ANY (%(exclude_run_ids)s::text[]))
 ORDER BY CASE WHEN %(admission_first)s::boolean THEN kind.class ELSE 0 END, head.created_at, candidate_runs.run_id
 LIMIT %(limit)s::integer;
 
--- name: outbox_claim_timeouts
--- OBX-5: the claim's transaction never waits long behind a stuck lock or runs away: a lock timeout and a statement timeout for this transaction only (pooler-safe).
-SELECT set_config('lock_timeout', %(lock_timeout)s::text, true) AS lock_timeout,
-       set_config('statement_timeout', %(statement_timeout)s::text, true) AS statement_timeout;
-
 -- name: outbox_lock_runs
--- Lock up to `limit` of the candidate runs, in the given order, that no other drainer holds: FOR NO KEY UPDATE SKIP LOCKED (OBX-5); with each run's org and, on the ledger lane only, its dispatch launch (which names its receiver and carries its credentials: the search lane never reads them, OBX-2), read once here for all its facts.
+-- The claim's first statement: set the claim transaction's lock timeout and statement timeout, so a drainer never waits long behind a stuck lock (OBX-5, for this transaction only: pooler-safe), then lock up to `limit` of the candidate runs, in the given order, that no other drainer holds: FOR NO KEY UPDATE SKIP LOCKED (OBX-5); with each run's org and, on the ledger lane only, its dispatch launch (which names its receiver and carries its credentials: the search lane never reads them, OBX-2), read once here for all its facts.
 SELECT run.run_id, run.org_id,
        CASE WHEN %(lane)s::text = 'ledger' THEN __schema__.run_ledger_dispatch_launch(run.launch_json) END
            AS dispatch_launch
 FROM __schema__.runs AS run
-WHERE run.run_id = ANY (%(run_ids)s::text[])
+-- An uncorrelated condition is a one-time filter: the timeouts are set before the scan, in this round trip.
+WHERE (SELECT set_config('lock_timeout', %(lock_timeout)s::text, true) || set_config('statement_timeout',
+                                                                                   %(statement_timeout)s::text, true))
+      IS NOT NULL
+  AND run.run_id = ANY (%(run_ids)s::text[])
 ORDER BY array_position(%(run_ids)s::text[], run.run_id)
 LIMIT %(limit)s::integer
 FOR NO KEY UPDATE SKIP LOCKED;
