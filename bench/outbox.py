@@ -122,6 +122,9 @@ def replay_script() -> str:
               "exclude_run_ids": "'{}'", "run_ids": ":candidates", "lease_owner": owner,
               "max_facts": str(claims.MAX_PREFIX), "payloads": ":payloads", "event_ids": ":event_ids", "events": "'[]'",
               **{key: f"'{value}'" for key, value in claims.CLAIM_TIMEOUTS.items()},
+              # The backlog's shape: every run holds a pending terminal (walked), none a wait.
+              "enumerate_terminals": "false", "walk_terminals": "true", "enumerate_waits": "false",
+              "walk_waits": "false",
               "terminal_types": "'{" + ",".join(TERMINAL_FACT_TYPES) + "}'"}
     listing = _inline("outbox_list_ready_runs", values)
     lock = _inline("outbox_lock_runs", {**values, "limit": str(drainer_module.RUNS_PER_CLAIM)})

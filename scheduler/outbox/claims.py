@@ -29,6 +29,8 @@ from scheduler.outbox.facts import Fact, Prefix
 from scheduler.schema import optional_columns
 
 MAX_PREFIX = 8
+# OBX-4: a class of at most this many runs (a pending terminal, a pending wait) is listed whole; a larger one walked.
+ENUMERATION_BOUND = 256
 # OBX-5: how long a claim may wait for a row lock (a stuck transaction elsewhere), and run, before it gives up.
 CLAIM_TIMEOUTS = {"lock_timeout": "1000ms", "statement_timeout": "10000ms"}
 INTENT_COLUMN = "array_input_started"
@@ -37,10 +39,20 @@ DeliverHere = Callable[[list[Prefix]], list[Prefix]]
 
 
 def list_ready_runs(lane: Lane, head_priority: HeadPriority, limit: int, exclude_run_ids: list[str] = ()) -> list[dict]:
+    """Runs whose lane head is ready, in the order asked for (OBX-4): with admission_first, each of the terminal
+    and wait classes is enumerated while small, its heads walked in age order when large (both exact)."""
+    admission_first = HeadPriority(head_priority) is HeadPriority.ADMISSION_FIRST
+    pending = db.fetch_one("outbox_count_pending_milestones", {"lane": Lane(lane), "bound": ENUMERATION_BOUND}) \
+        if admission_first else {"terminals": 0, "waits": 0}
     return db.fetch_all("outbox_list_ready_runs", {
-        "lane": Lane(lane), "admission_first": HeadPriority(head_priority) is HeadPriority.ADMISSION_FIRST,
-        "limit": limit, "exclude_run_ids": list(exclude_run_ids),
+        "lane": Lane(lane), "admission_first": admission_first, "limit": limit,
+        "exclude_run_ids": list(exclude_run_ids), **_class_ways("terminals", pending["terminals"]),
+        **_class_ways("waits", pending["waits"]),
     })
+
+
+def _class_ways(name: str, pending: int) -> dict[str, bool]:
+    return {f"enumerate_{name}": 0 < pending <= ENUMERATION_BOUND, f"walk_{name}": pending > ENUMERATION_BOUND}
 
 
 def admission_hints(limit: int, exclude_run_ids: list[str]) -> list[str]:

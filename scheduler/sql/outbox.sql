@@ -1,39 +1,42 @@
+-- name: outbox_count_pending_milestones
+-- OBX-4: how many runs hold a pending terminal, and a pending wait (ledger lane), each counted only up to `bound` + 1 (an index range, no more): the listing enumerates a class this small, and walks heads for a larger one.
+-- plan: custom
+SELECT (SELECT count(*) FROM (
+            SELECT 1 FROM __schema__.outbox AS fact
+            WHERE fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
+              AND fact.event_type IN ('run.completed', 'run.failed', 'run.cancelled')
+            LIMIT %(bound)s::integer + 1) AS bounded) AS terminals,
+       (SELECT count(*) FROM (
+            SELECT 1 FROM __schema__.outbox AS fact
+            WHERE %(lane)s::text = 'ledger'
+              AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL AND fact.event_type = 'run.waiting'
+            LIMIT %(bound)s::integer + 1) AS bounded) AS waits;
+
 -- name: outbox_list_ready_runs
 -- Runs whose lane head is ready (not failed, due, no live lease in its lane, its own drainer's included), minus excluded runs, in admission_first order (a run.created head, then a run with a pending terminal, then on the ledger lane one with a pending run.waiting, then the rest; each class by its head's own created_at, then run id) or oldest_ready order (head age, then run id); reserves nothing (OBX-2..4, OBX-7).
 -- plan: custom
 -- (A drainer idling on an empty outbox would otherwise settle on a generic plan costed for an empty table.)
-WITH milestone_count AS MATERIALIZED (
-    -- How many runs hold a pending terminal, and a pending wait, each counted only up to a bound (an index range).
-    SELECT (SELECT count(*) FROM (
-                SELECT 1 FROM __schema__.outbox AS fact
-                WHERE %(admission_first)s::boolean AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
-                  AND fact.event_type IN ('run.completed', 'run.failed', 'run.cancelled')
-                LIMIT 257) AS bounded) AS terminals,
-           (SELECT count(*) FROM (
-                SELECT 1 FROM __schema__.outbox AS fact
-                WHERE %(admission_first)s::boolean AND %(lane)s::text = 'ledger'
-                  AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL AND fact.event_type = 'run.waiting'
-                LIMIT 257) AS bounded) AS waits
-), milestone_runs AS (
+WITH milestone_runs AS (
     -- admission_first classes 1 and 2, exactly, by each head's own age (never the milestone's), each class one of
-    -- two ways that both find every run its first `limit` heads belong to. Few runs in the class: all of them (a
-    -- probe of the milestone index each, at most 256). Many: the oldest ready heads whose run is in it, walked in head order
-    -- until the limit is met (cheap then: such heads are common).
+    -- two ways that both find every run its first `limit` heads belong to, chosen by the caller from
+    -- outbox_count_pending_milestones (constants here, so the way not taken is pruned at planning). Few runs in
+    -- the class: all of them (a probe of the milestone index each). Many: the oldest ready heads whose run is in
+    -- it, walked in head order until the limit is met (cheap then: such heads are common).
     (SELECT DISTINCT fact.run_id
      FROM __schema__.outbox AS fact
-     WHERE (SELECT terminals FROM milestone_count) BETWEEN 1 AND 256
+     WHERE %(enumerate_terminals)s::boolean
        AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
        AND fact.event_type IN ('run.completed', 'run.failed', 'run.cancelled')
        AND NOT (fact.run_id = ANY (%(exclude_run_ids)s::text[])))
     UNION ALL
     (SELECT DISTINCT fact.run_id
      FROM __schema__.outbox AS fact
-     WHERE (SELECT waits FROM milestone_count) BETWEEN 1 AND 256
+     WHERE %(enumerate_waits)s::boolean
        AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL AND fact.event_type = 'run.waiting'
        AND NOT (fact.run_id = ANY (%(exclude_run_ids)s::text[])))
     UNION ALL
     (SELECT head.run_id FROM __schema__.outbox AS head
-     WHERE (SELECT terminals FROM milestone_count) > 256
+     WHERE %(walk_terminals)s::boolean
        AND {{ready_head(head)}}
        AND EXISTS (SELECT 1 FROM __schema__.outbox AS pending
                    WHERE pending.run_id = head.run_id AND pending.lane = head.lane AND pending.delivered_at IS NULL
@@ -43,7 +46,7 @@ WITH milestone_count AS MATERIALIZED (
      ORDER BY head.created_at, head.event_id LIMIT %(limit)s::integer)
     UNION ALL
     (SELECT head.run_id FROM __schema__.outbox AS head
-     WHERE (SELECT waits FROM milestone_count) > 256
+     WHERE %(walk_waits)s::boolean
        AND {{ready_head(head)}}
        AND EXISTS (SELECT 1 FROM __schema__.outbox AS pending
                    WHERE pending.run_id = head.run_id AND pending.lane = head.lane AND pending.delivered_at IS NULL

@@ -13,7 +13,8 @@ pytestmark = pytest.mark.django_db
 
 def _listing_plan() -> str:
     sql, names = db._compiled("outbox_list_ready_runs", "runtime_scheduler")
-    params = {"lane": "ledger", "limit": 64, "admission_first": True, "exclude_run_ids": []}
+    params = {"lane": "ledger", "limit": 64, "admission_first": True, "exclude_run_ids": [],
+              "enumerate_terminals": False, "walk_terminals": True, "enumerate_waits": False, "walk_waits": True}
     with psycopg.RawCursor(connection.connection) as cursor:
         cursor.execute("EXPLAIN " + sql, [params[name] for name in names])
         return "\n".join(row[0] for row in cursor.fetchall())
