@@ -126,7 +126,7 @@ def replay_script() -> str:
               "enumerate_terminals": "false", "walk_terminals": "true", "enumerate_waits": "false",
               "walk_waits": "false",
               "terminal_types": "'{" + ",".join(TERMINAL_FACT_TYPES) + "}'"}
-    listing = _inline("outbox_list_ready_runs", values)
+    listing = _inline("outbox_list_ready_runs_walking", values)
     lock = _inline("outbox_lock_runs", {**values, "limit": str(drainer_module.RUNS_PER_CLAIM)})
     read = _inline("outbox_read_prefixes", values)
     return (f"SELECT coalesce(array_agg(ready.run_id), '{{}}') AS candidates FROM ({listing}) AS ready\n\\gset\n"

@@ -44,11 +44,12 @@ def list_ready_runs(lane: Lane, head_priority: HeadPriority, limit: int, exclude
     admission_first = HeadPriority(head_priority) is HeadPriority.ADMISSION_FIRST
     pending = db.fetch_one("outbox_count_pending_milestones", {"lane": Lane(lane), "bound": ENUMERATION_BOUND}) \
         if admission_first else {"terminals": 0, "waits": 0}
-    return db.fetch_all("outbox_list_ready_runs", {
-        "lane": Lane(lane), "admission_first": admission_first, "limit": limit,
-        "exclude_run_ids": list(exclude_run_ids), **_class_ways("terminals", pending["terminals"]),
-        **_class_ways("waits", pending["waits"]),
-    })
+    ways = {**_class_ways("terminals", pending["terminals"]), **_class_ways("waits", pending["waits"])}
+    # A smaller statement for the usual case: planned on every call, its size is its cost.
+    statement = "outbox_list_ready_runs_walking" if ways["walk_terminals"] or ways["walk_waits"] \
+        else "outbox_list_ready_runs"
+    return db.fetch_all(statement, {"lane": Lane(lane), "admission_first": admission_first, "limit": limit,
+                                    "exclude_run_ids": list(exclude_run_ids), **ways})
 
 
 def _class_ways(name: str, pending: int) -> dict[str, bool]:

@@ -64,3 +64,73 @@ AND NOT EXISTS (SELECT 1 FROM __schema__.outbox AS active
                 WHERE active.run_id = {fact}.run_id AND active.lane = {fact}.lane AND active.delivered_at IS NULL
                   AND active.lease_owner IS NOT NULL AND active.lease_expires_at > now()
                 OFFSET 0)
+
+-- fragment: ready_listing_heads()
+-- OBX-4: the listing's head walks every order shares, inside its candidate_runs: the oldest admissions (class 0)
+-- and the oldest ready heads (class 3, and oldest_ready).
+    -- Class 0: a run.created fact is its run's head, so the oldest admissions are the oldest class-0 heads.
+    (SELECT fact.run_id FROM __schema__.outbox AS fact
+     WHERE %(admission_first)s::boolean
+       AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL AND fact.event_type = 'run.created'
+       AND NOT (fact.run_id = ANY (%(exclude_run_ids)s::text[]))
+     ORDER BY fact.created_at, fact.event_id LIMIT %(limit)s::integer)
+    UNION
+    -- Every order: the oldest ready heads, so class 3 (and oldest_ready) is filled in head order.
+    (SELECT fact.run_id FROM __schema__.outbox AS fact
+     WHERE {{ready_head(fact)}}
+     ORDER BY fact.created_at, fact.event_id LIMIT %(limit)s::integer + cardinality(%(exclude_run_ids)s::text[]))
+
+-- fragment: ready_listing_order()
+-- OBX-2..4: the listing's answer from its candidate_runs: each run's head, ready and not held (OBX-3), its class,
+-- in the order asked for.
+SELECT candidate_runs.run_id, head.event_type AS head_event_type, head.created_at AS head_created_at,
+       kind.class
+FROM candidate_runs
+CROSS JOIN LATERAL (
+    SELECT fact.event_type, fact.created_at, fact.failed_at, fact.next_attempt_at
+    FROM __schema__.outbox AS fact
+    WHERE fact.run_id = candidate_runs.run_id AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
+    ORDER BY fact.created_at, fact.event_id
+    LIMIT 1
+) AS head
+CROSS JOIN LATERAL (
+    SELECT CASE
+        WHEN head.event_type = 'run.created' THEN 0
+        WHEN EXISTS (SELECT 1 FROM __schema__.outbox AS pending
+                     WHERE pending.run_id = candidate_runs.run_id AND pending.lane = %(lane)s::text
+                       AND pending.delivered_at IS NULL
+                       AND pending.event_type IN ('run.completed', 'run.failed', 'run.cancelled')) THEN 1
+        WHEN %(lane)s::text = 'ledger'
+             AND EXISTS (SELECT 1 FROM __schema__.outbox AS pending
+                         WHERE pending.run_id = candidate_runs.run_id AND pending.lane = %(lane)s::text
+                           AND pending.delivered_at IS NULL AND pending.event_type = 'run.waiting') THEN 2
+        ELSE 3
+    END AS class
+) AS kind
+WHERE NOT (candidate_runs.run_id = ANY (%(exclude_run_ids)s::text[]))
+  AND head.failed_at IS NULL AND coalesce(head.next_attempt_at, head.created_at) <= now()
+  -- OBX-3: a live lease anywhere in the run's lane holds it, whoever holds it.
+  AND NOT EXISTS (SELECT 1 FROM __schema__.outbox AS active
+                  WHERE active.run_id = candidate_runs.run_id AND active.lane = %(lane)s::text
+                    AND active.delivered_at IS NULL
+                    AND active.lease_owner IS NOT NULL AND active.lease_expires_at > now()
+                  OFFSET 0)
+ORDER BY CASE WHEN %(admission_first)s::boolean THEN kind.class ELSE 0 END, head.created_at, candidate_runs.run_id
+LIMIT %(limit)s::integer
+
+-- fragment: ready_listing_small_classes()
+-- OBX-4: admission_first classes 1 and 2, exactly: every run of a small class (the caller's flags say which) is a
+-- candidate, a probe of the milestone index each, so the order inside it is by each head's own age, never the
+-- milestone's.
+    (SELECT DISTINCT fact.run_id
+     FROM __schema__.outbox AS fact
+     WHERE %(enumerate_terminals)s::boolean
+       AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
+       AND fact.event_type IN ('run.completed', 'run.failed', 'run.cancelled')
+       AND NOT (fact.run_id = ANY (%(exclude_run_ids)s::text[])))
+    UNION ALL
+    (SELECT DISTINCT fact.run_id
+     FROM __schema__.outbox AS fact
+     WHERE %(enumerate_waits)s::boolean
+       AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL AND fact.event_type = 'run.waiting'
+       AND NOT (fact.run_id = ANY (%(exclude_run_ids)s::text[])))

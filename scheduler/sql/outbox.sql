@@ -13,27 +13,21 @@ SELECT (SELECT count(*) FROM (
             LIMIT %(bound)s::integer + 1) AS bounded) AS waits;
 
 -- name: outbox_list_ready_runs
--- Runs whose lane head is ready (not failed, due, no live lease in its lane, its own drainer's included), minus excluded runs, in admission_first order (a run.created head, then a run with a pending terminal, then on the ledger lane one with a pending run.waiting, then the rest; each class by its head's own created_at, then run id) or oldest_ready order (head age, then run id); reserves nothing (OBX-2..4, OBX-7).
+-- Runs whose lane head is ready (not failed, due, no live lease in its lane, its own drainer's included), minus excluded runs, in admission_first order (a run.created head, then a run with a pending terminal, then on the ledger lane one with a pending run.waiting, then the rest; each class by its heads' own age, then run id) or oldest_ready order (head age, then run id); reserves nothing (OBX-2..4, OBX-7). Each of the terminal and wait classes is small enough to list whole (outbox_count_pending_milestones said so); outbox_list_ready_runs_walking serves a larger one.
 -- plan: custom
 -- (A drainer idling on an empty outbox would otherwise settle on a generic plan costed for an empty table.)
-WITH milestone_runs AS (
-    -- admission_first classes 1 and 2, exactly, by each head's own age (never the milestone's), each class one of
-    -- two ways that both find every run its first `limit` heads belong to, chosen by the caller from
-    -- outbox_count_pending_milestones (constants here, so the way not taken is pruned at planning). Few runs in
-    -- the class: all of them (a probe of the milestone index each). Many: the oldest ready heads whose run is in
-    -- it, walked in head order until the limit is met (cheap then: such heads are common).
-    (SELECT DISTINCT fact.run_id
-     FROM __schema__.outbox AS fact
-     WHERE %(enumerate_terminals)s::boolean
-       AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
-       AND fact.event_type IN ('run.completed', 'run.failed', 'run.cancelled')
-       AND NOT (fact.run_id = ANY (%(exclude_run_ids)s::text[])))
-    UNION ALL
-    (SELECT DISTINCT fact.run_id
-     FROM __schema__.outbox AS fact
-     WHERE %(enumerate_waits)s::boolean
-       AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL AND fact.event_type = 'run.waiting'
-       AND NOT (fact.run_id = ANY (%(exclude_run_ids)s::text[])))
+WITH candidate_runs AS (
+{{ready_listing_small_classes()}}
+    UNION
+{{ready_listing_heads()}}
+)
+{{ready_listing_order()}};
+
+-- name: outbox_list_ready_runs_walking
+-- outbox_list_ready_runs when a terminal or wait class is too large to list whole: that class's candidates are the oldest ready heads whose run is in it, walked in head order until the limit is met (exact as well; cheap then, such heads being common); a small class is still listed whole (OBX-2..4, OBX-7).
+-- plan: custom
+WITH candidate_runs AS (
+{{ready_listing_small_classes()}}
     UNION ALL
     (SELECT head.run_id FROM __schema__.outbox AS head
      WHERE %(walk_terminals)s::boolean
@@ -54,55 +48,10 @@ WITH milestone_runs AS (
                    OFFSET 0)
        AND NOT (head.run_id = ANY (%(exclude_run_ids)s::text[]))
      ORDER BY head.created_at, head.event_id LIMIT %(limit)s::integer)
-), candidate_runs AS (
-    SELECT milestone_runs.run_id FROM milestone_runs
     UNION
-    -- Class 0: a run.created fact is its run's head, so the oldest admissions are the oldest class-0 heads.
-    (SELECT fact.run_id FROM __schema__.outbox AS fact
-     WHERE %(admission_first)s::boolean
-       AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL AND fact.event_type = 'run.created'
-       AND NOT (fact.run_id = ANY (%(exclude_run_ids)s::text[]))
-     ORDER BY fact.created_at, fact.event_id LIMIT %(limit)s::integer)
-    UNION
-    -- Every order: the oldest ready heads, so class 3 (and oldest_ready) is filled in head order.
-    (SELECT fact.run_id FROM __schema__.outbox AS fact
-     WHERE {{ready_head(fact)}}
-     ORDER BY fact.created_at, fact.event_id LIMIT %(limit)s::integer + cardinality(%(exclude_run_ids)s::text[]))
+{{ready_listing_heads()}}
 )
-SELECT candidate_runs.run_id, head.event_type AS head_event_type, head.created_at AS head_created_at,
-       kind.class
-FROM candidate_runs
-CROSS JOIN LATERAL (
-    SELECT fact.event_type, fact.created_at, fact.failed_at, fact.next_attempt_at
-    FROM __schema__.outbox AS fact
-    WHERE fact.run_id = candidate_runs.run_id AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
-    ORDER BY fact.created_at, fact.event_id
-    LIMIT 1
-) AS head
-CROSS JOIN LATERAL (
-    SELECT CASE
-        WHEN head.event_type = 'run.created' THEN 0
-        WHEN EXISTS (SELECT 1 FROM __schema__.outbox AS pending
-                     WHERE pending.run_id = candidate_runs.run_id AND pending.lane = %(lane)s::text
-                       AND pending.delivered_at IS NULL
-                       AND pending.event_type IN ('run.completed', 'run.failed', 'run.cancelled')) THEN 1
-        WHEN %(lane)s::text = 'ledger'
-             AND EXISTS (SELECT 1 FROM __schema__.outbox AS pending
-                         WHERE pending.run_id = candidate_runs.run_id AND pending.lane = %(lane)s::text
-                           AND pending.delivered_at IS NULL AND pending.event_type = 'run.waiting') THEN 2
-        ELSE 3
-    END AS class
-) AS kind
-WHERE NOT (candidate_runs.run_id = ANY (%(exclude_run_ids)s::text[]))
-  AND head.failed_at IS NULL AND coalesce(head.next_attempt_at, head.created_at) <= now()
-  -- OBX-3: a live lease anywhere in the run's lane holds it, whoever holds it.
-  AND NOT EXISTS (SELECT 1 FROM __schema__.outbox AS active
-                  WHERE active.run_id = candidate_runs.run_id AND active.lane = %(lane)s::text
-                    AND active.delivered_at IS NULL
-                    AND active.lease_owner IS NOT NULL AND active.lease_expires_at > now()
-                  OFFSET 0)
-ORDER BY CASE WHEN %(admission_first)s::boolean THEN kind.class ELSE 0 END, head.created_at, candidate_runs.run_id
-LIMIT %(limit)s::integer;
+{{ready_listing_order()}};
 
 -- name: outbox_lock_runs
 -- The claim's first statement: set the claim transaction's lock timeout and statement timeout, so a drainer never waits long behind a stuck lock (OBX-5, for this transaction only: pooler-safe), then lock up to `limit` of the candidate runs, in the given order, that no other drainer holds: FOR NO KEY UPDATE SKIP LOCKED (OBX-5); with each run's org and, on the ledger lane only, its dispatch launch (which names its receiver and carries its credentials: the search lane never reads them, OBX-2), read once here for all its facts.
