@@ -251,3 +251,12 @@ LEFT JOIN {written} ON {written}.key = item.key
 LEFT JOIN __schema__.receipts AS existing
     ON existing.run_id = %(run_id)s::text AND existing.key = item.key AND {{receipt_keys(existing)}}
 ORDER BY item.position
+
+-- fragment: parked_verdict_write(run)
+-- SWP-4, TRM-2: what a verdict writes on the parked attempt it judged: the result, the log payload only for a
+-- planet_scale run, and, as the seed's verdict does, the verdict itself as the attempt's last liveness fact.
+runner_result_json = %(result)s::jsonb,
+runner_log_payload_json = CASE WHEN {run}.run_log_store = 'planet_scale' THEN %(log_payload)s::jsonb END,
+runner_terminal_received_at = clock_timestamp(),
+heartbeat_at = now(),
+updated_at = now()

@@ -134,3 +134,16 @@ LIMIT %(limit)s::integer
      WHERE %(enumerate_waits)s::boolean
        AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL AND fact.event_type = 'run.waiting'
        AND NOT (fact.run_id = ANY (%(exclude_run_ids)s::text[])))
+
+-- fragment: class_head_walk(walking, event_types)
+-- OBX-4: a large class's candidates: the oldest ready heads whose run holds a pending fact of `event_types`,
+-- walked in head order until the limit is met (when `walking`; pruned at planning otherwise).
+(SELECT head.run_id FROM __schema__.outbox AS head
+ WHERE {walking}
+   AND {{ready_head(head)}}
+   AND EXISTS (SELECT 1 FROM __schema__.outbox AS pending
+               WHERE pending.run_id = head.run_id AND pending.lane = head.lane AND pending.delivered_at IS NULL
+                 AND pending.event_type IN {event_types}
+               OFFSET 0)
+   AND NOT (head.run_id = ANY (%(exclude_run_ids)s::text[]))
+ ORDER BY head.created_at, head.event_id LIMIT %(limit)s::integer)

@@ -45,12 +45,7 @@ WITH locked_run AS MATERIALIZED (
     FOR NO KEY UPDATE OF attempt
 ), recorded AS (
     UPDATE __schema__.attempts AS target
-    SET runner_result_json = %(result)s::jsonb,
-        runner_log_payload_json = CASE WHEN judged.run_log_store = 'planet_scale' THEN %(log_payload)s::jsonb END,
-        runner_terminal_received_at = clock_timestamp(),
-        -- As the seed's verdict: the judged attempt's last liveness fact is the verdict itself.
-        heartbeat_at = now(),
-        updated_at = now()
+    SET {{parked_verdict_write(judged)}}
     FROM judged
     WHERE target.run_id = judged.run_id
       AND target.attempt = judged.attempt
@@ -79,12 +74,7 @@ WITH parked_run AS MATERIALIZED (
     FOR NO KEY UPDATE
 )
 UPDATE __schema__.attempts AS target
-SET runner_result_json = %(result)s::jsonb,
-    runner_log_payload_json = CASE WHEN parked_run.run_log_store = 'planet_scale' THEN %(log_payload)s::jsonb END,
-    runner_terminal_received_at = clock_timestamp(),
-    -- As the seed's verdict: the judged attempt's last liveness fact is the verdict itself.
-    heartbeat_at = now(),
-    updated_at = now()
+SET {{parked_verdict_write(parked_run)}}
 FROM parked_run
 WHERE target.run_id = parked_run.run_id
   AND target.attempt = %(attempt)s::integer

@@ -29,25 +29,9 @@ WITH candidate_runs AS (
 WITH candidate_runs AS (
 {{ready_listing_small_classes()}}
     UNION ALL
-    (SELECT head.run_id FROM __schema__.outbox AS head
-     WHERE %(walk_terminals)s::boolean
-       AND {{ready_head(head)}}
-       AND EXISTS (SELECT 1 FROM __schema__.outbox AS pending
-                   WHERE pending.run_id = head.run_id AND pending.lane = head.lane AND pending.delivered_at IS NULL
-                     AND pending.event_type IN ('run.completed', 'run.failed', 'run.cancelled')
-                   OFFSET 0)
-       AND NOT (head.run_id = ANY (%(exclude_run_ids)s::text[]))
-     ORDER BY head.created_at, head.event_id LIMIT %(limit)s::integer)
+{{class_head_walk(%(walk_terminals)s::boolean, ('run.completed', 'run.failed', 'run.cancelled'))}}
     UNION ALL
-    (SELECT head.run_id FROM __schema__.outbox AS head
-     WHERE %(walk_waits)s::boolean
-       AND {{ready_head(head)}}
-       AND EXISTS (SELECT 1 FROM __schema__.outbox AS pending
-                   WHERE pending.run_id = head.run_id AND pending.lane = head.lane AND pending.delivered_at IS NULL
-                     AND pending.event_type = 'run.waiting'
-                   OFFSET 0)
-       AND NOT (head.run_id = ANY (%(exclude_run_ids)s::text[]))
-     ORDER BY head.created_at, head.event_id LIMIT %(limit)s::integer)
+{{class_head_walk(%(walk_waits)s::boolean, ('run.waiting'))}}
     UNION
 {{ready_listing_heads()}}
 )
