@@ -23,6 +23,17 @@ def test_launch_run__prints_the_run_id():
     assert status.stdout.strip().splitlines()[-1] == "queued"
 
 
+def test_launch_run__an_idempotency_key__the_repeat_prints_the_first_run__another_body_refused():
+    """FSH-5 from a shell."""
+    args = ["launch_run", "--play", "scheduler.plays:hello", "--org", "o", "--idempotency-key", "nightly-7"]
+    first, again = manage(*args), manage(*args)
+    assert first.returncode == again.returncode == 0, first.stderr + again.stderr
+    assert again.stdout.strip() == first.stdout.strip() and "repeat of an earlier launch" in again.stderr
+    conflict = manage(*args, "--input", "{}")
+    assert conflict.returncode != 0 and "idempotencyKey" in conflict.stderr
+    assert len(conflict.stderr.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize("args,message", [
     (["--play", "scheduler.plays:hello", "--input", "{nope"], "--input must be JSON"),
     (["--play", "scheduler.plays:hello", "--launch", "[]"], "launch must be a JSON object"),

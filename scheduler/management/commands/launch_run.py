@@ -1,4 +1,5 @@
-"""`launch_run --play NAME [--org ID] [--input JSON] [--launch JSON] [--max-attempts N]`: print the new run id."""
+"""`launch_run --play NAME [--org ID] [--input JSON] [--launch JSON] [--max-attempts N] [--idempotency-key KEY]`:
+print the new run id (or, for a repeat of a keyed launch, the first run's)."""
 
 import json
 
@@ -27,6 +28,8 @@ class Command(SchedulerCommand):
         parser.add_argument("--launch", default="{}", help="launch JSON (requirements §1.8)")
         parser.add_argument("--max-attempts", type=int, default=3, help="1..100 (checked as the launch body's maxAttempts)")
         parser.add_argument("--run-log-store", default=None, choices=["planet_scale"])
+        parser.add_argument("--idempotency-key", default=None,
+                            help="FSH-5: a repeat with the same key and arguments prints the first run's id")
 
     def handle(self, *args, **options):
         body = {
@@ -35,11 +38,14 @@ class Command(SchedulerCommand):
             "launch": _json_argument(options["launch"], "--launch"),
             "maxAttempts": options["max_attempts"],
             "runLogStore": options["run_log_store"],
+            "idempotencyKey": options["idempotency_key"],
         }
         if options["input"] is not None:
             body["input"] = _json_argument(options["input"], "--input")
         try:
-            run_id = lifecycle.launch_run(parsing.launch_request(body)).run_id
+            launched = lifecycle.launch_run(parsing.launch_request(body))
         except SchedulerError as error:
             raise CommandError(error.message) from None
-        self.stdout.write(run_id)
+        self.stdout.write(launched.run_id)
+        if launched.deduplicated:
+            self.stderr.write("a repeat of an earlier launch with that idempotency key: its run, not a new one")
