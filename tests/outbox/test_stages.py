@@ -80,3 +80,11 @@ def test_a_delivery_in_this_database__enters_each_stage_once_per_prefix__one_way
     entries, calls = walk(lambda: drainer.run_once("stages", lane=lane, batch=3))
     assert entries == {"claims.py": 2, "routing.py": 3, "receivers/__init__.py": 1, receiver: 1, "settle.py": 3}, entries
     assert forward(calls), calls
+
+
+def test_every_receiver_kind_has_one_registered_receiver():
+    from scheduler.kinds import ReceiverKind
+    from scheduler.outbox.receivers import RECEIVERS
+
+    assert set(RECEIVERS) == set(ReceiverKind)
+    assert all(receiver.kind is kind for kind, receiver in RECEIVERS.items())

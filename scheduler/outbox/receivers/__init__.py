@@ -13,11 +13,9 @@ from scheduler.outbox.receivers.interface import Outcome, Receiver
 from scheduler.outbox.receivers.ledger_http import LedgerHttp
 from scheduler.outbox.receivers.search_lane import SearchLane
 
-RECEIVERS: dict[ReceiverKind, Receiver] = {
-    ReceiverKind.BUILTIN: BuiltinLedger(),
-    ReceiverKind.SEARCH: SearchLane(),
-    ReceiverKind.HTTP: LedgerHttp(),
-}
+# Keyed by each receiver's own `kind`, so a kind is named once, on its class.
+RECEIVERS: dict[ReceiverKind, Receiver] = {receiver.kind: receiver
+                                           for receiver in (BuiltinLedger(), SearchLane(), LedgerHttp())}
 
 
 def deliver(prefixes: list[Prefix]) -> list[Outcome]:
