@@ -116,6 +116,29 @@ def _settled_everywhere(stack: Stack, total: int) -> bool:
             and stack.count("SELECT count(*) FROM runtime_scheduler.compute_billing_jobs_v2 WHERE status <> 'finalized'") == 0)
 
 
+def _what_is_left(stack: Stack) -> str:
+    """What a chaos run that never settled left behind, so its failure says where to look."""
+    query = stack.server.query
+    parts = [
+        ("runs by status", "SELECT status, count(*) FROM runtime_scheduler.runs GROUP BY status"),
+        ("attempts by status", "SELECT status, count(*) FROM runtime_scheduler.attempts GROUP BY status"),
+        ("undelivered facts", "SELECT run_id, event_type, attempt_count, left(coalesce(last_error, ''), 200) "
+                              "FROM runtime_scheduler.outbox WHERE delivered_at IS NULL ORDER BY created_at LIMIT 20"),
+        ("cleanup jobs not deleted", "SELECT provider, sandbox_id, status, attempt_count, left(coalesce(last_error, ''), 200) "
+                                     "FROM runtime_scheduler.sandbox_cleanup_jobs_v2 WHERE status <> 'deleted' LIMIT 20"),
+        ("billing jobs not finalized", "SELECT run_id, status FROM runtime_scheduler.compute_billing_jobs_v2 "
+                                       "WHERE status <> 'finalized' LIMIT 20"),
+    ]
+    lines = []
+    for title, sql in parts:
+        try:
+            lines.append(f"{title}: {query(sql)}")
+        except Exception as error:  # noqa: BLE001 - a report of what is left must not hide the failure
+            lines.append(f"{title}: unreadable ({error})")
+    lines.append("log tail:\n" + stack.log_path.read_text()[-4000:])
+    return "\n".join(lines)
+
+
 def _kill_each_worker_once(stack: Stack, healthz_failures: list) -> int:
     """SIGKILL one worker of each kind at a random moment while runs flow; /healthz is polled throughout."""
     stop = threading.Event()
@@ -184,8 +207,11 @@ def test_chaos__restart_crash_backend_storms_and_killed_workers__nothing_lost(st
     run_ids += stack.launch(8)
     healthz_failures: list = []
     kills = _kill_each_worker_once(stack, healthz_failures)
-    wait_for(lambda: _settled_everywhere(stack, len(run_ids)), "every run settled, delivered, cleaned and billed",
-             seconds=180)
+    try:
+        wait_for(lambda: _settled_everywhere(stack, len(run_ids)), "every run settled, delivered, cleaned and billed",
+                 seconds=180)
+    except AssertionError as never:
+        raise AssertionError(f"{never}\n{_what_is_left(stack)}") from None
     figures = _check_the_promises(stack, run_ids)
     # The runs can all be settled before the supervisor has noticed the last worker killed: wait until it logged
     # every kill, then count (a fault that ended another worker would log one exit more).
