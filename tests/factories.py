@@ -88,6 +88,7 @@ SCHEDULER_TABLES = (
     "runs", "attempts", "outbox", "control", "runtime_release_admission", "receipts",
     "sandbox_cleanup_jobs", "sandbox_cleanup_jobs_v2", "sandbox_cleanup_events_v2",
     "compute_billing_jobs_v2", "billing_items", "late_runner_results", "operator_actions",
+    "org_limits", "org_claim_turns", "org_starts",
 )
 
 

@@ -39,6 +39,11 @@ class Run(models.Model):
     # FSH-5: the launch's idempotency key and a digest of its body (a repeat with another body is a conflict).
     idempotency_key = models.TextField(null=True)
     idempotency_digest = models.TextField(null=True)
+    # FSH-2, FSH-3, FSH-7: what the claim weighs besides the run's age (scheduler/sql/claim.sql).
+    priority = models.SmallIntegerField(db_default=0)
+    concurrency_key = models.TextField(null=True)
+    concurrency_limit = models.IntegerField(null=True)
+    run_after = models.DateTimeField(null=True)
     created_at = models.DateTimeField(db_default=Now())
     updated_at = models.DateTimeField(db_default=Now())
     started_at = models.DateTimeField(null=True)
@@ -55,6 +60,10 @@ class Run(models.Model):
             ),
             models.CheckConstraint(condition=models.Q(run_log_store="planet_scale"), name="runs_run_log_store_check"),
             models.CheckConstraint(condition=models.Q(max_attempts__gte=1), name="runs_max_attempts_check"),
+            models.CheckConstraint(condition=models.Q(priority__gte=-100, priority__lte=100), name="runs_priority_check"),
+            models.CheckConstraint(condition=models.Q(concurrency_key__isnull=True)
+                                   | models.Q(concurrency_limit__gte=1, concurrency_limit__lte=1000),
+                                   name="runs_concurrency_check"),
         ]
         triggers = [
             # A terminal run never changes status again (requirements §1.1).

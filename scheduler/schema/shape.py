@@ -43,6 +43,9 @@ REQUIRED_INDEXES = (
     "runtime_scheduler_control_open_cancels_idx",
     "runtime_scheduler_control_unreconciled_idx",
     "runtime_scheduler_runs_idempotency_idx",
+    "runtime_scheduler_runs_org_queue_idx",
+    "runtime_scheduler_runs_org_active_idx",
+    "runtime_scheduler_runs_org_keyed_idx",
 )
 LEGACY_CLEANUP_PENDING_INDEX = "runtime_scheduler_sandbox_cleanup_legacy_pending_idx"
 REQUIRED_FUNCTIONS = (
