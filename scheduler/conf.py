@@ -63,6 +63,15 @@ def _integer(minimum: int, maximum: int = 2**31 - 1) -> Callable[[str, str], int
     return parse
 
 
+def _optional_integer(minimum: int, maximum: int = 2**31 - 1) -> Callable[[str, str], int | None]:
+    whole = _integer(minimum, maximum)
+
+    def parse(key: str, raw: str) -> int | None:
+        return None if raw.strip() == "" else whole(key, raw)
+
+    return parse
+
+
 def _boolean(key: str, raw: str) -> bool:
     lowered = raw.strip().lower()
     if lowered in ("1", "true", "yes", "on"):
@@ -172,6 +181,8 @@ class SchedulerSettings:
     transaction_pooling = Setting(False, _boolean)
     claim_lease_seconds = Setting(300, _integer(1))
     dispatch_starts = Setting(32, _integer(1, 256))
+    # FSH-1: the cap of an org whose org_limits row names none (unset: unlimited).
+    org_max_active = Setting[int | None](None, _optional_integer(0))
     cleanup_lease_seconds = Setting(120, _integer(1))
     billing_lease_seconds = Setting(300, _integer(1))
     settle_batch_size = Setting(32, _integer(1, 500))

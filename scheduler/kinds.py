@@ -31,6 +31,17 @@ class RunStatus(enum.StrEnum):
 TERMINAL_RUN_STATUSES = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED})
 
 
+class QueuedBecause(enum.StrEnum):
+    """FSH-9: why a queued run still waits (the fragment queued_because spells the same list)."""
+
+    TURN = "turn"
+    ORG_LIMIT = "org_limit"
+    CONCURRENCY_KEY = "concurrency_key"
+    RATE_LIMIT = "rate_limit"
+    PAUSED = "paused"
+    NOT_BEFORE = "not_before"
+
+
 class AttemptStatus(enum.StrEnum):
     """§1.2: the statuses of an attempt."""
 

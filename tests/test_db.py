@@ -12,7 +12,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def test_rows_are_dicts_with_json_decoded():
     run_id = factories.launch(input={"a": [1, 2]})
-    row = db.fetch_one("runs_read_status", {"run_id": run_id})
+    row = db.fetch_one("runs_read_status", {"run_id": run_id, "default_max_active": None})
     assert row["run_id"] == run_id and row["attempts"] == []
 
 
@@ -22,7 +22,8 @@ def test_database_error__surfaces_as_psycopg_error_with_statement_name():
             "release_keys": [], "run_id": "r1", "org_id": None, "play_name": "p", "graph_hash": None,
             "runtime_profile": None, "definition_scope": "galaxy", "launch": "{}", "input": None,
             "run_log_store": None, "max_attempts": 1, "wait_deadline": None, "idempotency_key": None,
-            "idempotency_digest": None,
+            "idempotency_digest": None, "priority": 0, "concurrency_key": None, "concurrency_limit": None,
+                "run_after": None,
         })
     assert "in SQL statement runs_launch" in raised.value.__notes__
 
@@ -50,9 +51,9 @@ def test_generic_plan_mark__the_statement_never_replans_and_others_keep_the_conf
         settlement.settle_attempt(claim.run_id, claim.attempt, claim.lease_token, factories.completed_result())
     with connection.cursor() as cursor:
         cursor.execute("SELECT generic_plans, custom_plans FROM pg_prepared_statements"
-                       " WHERE statement LIKE %s", ["%unnest(%"])
+                       " WHERE statement LIKE %s", ["%unnest(%::jsonb[]%"])
         assert cursor.fetchall() == [(7, 0)]
-    db.fetch_one("runs_read_status", {"run_id": claim.run_id})
+    db.fetch_one("runs_read_status", {"run_id": claim.run_id, "default_max_active": None})
     with connection.cursor() as cursor:
         cursor.execute("SELECT current_setting('plan_cache_mode')")
         assert cursor.fetchone()[0] == "auto"
@@ -100,4 +101,4 @@ def test_a_connection_the_server_closed__the_next_tick_reconnects():
             cursor.execute("SELECT pg_backend_pid()")
             killer.execute("SELECT pg_terminate_backend(%s)", [cursor.fetchone()[0]])
     close_old_connections()  # what every request and loop tick does first
-    assert db.fetch_one("runs_read_status", {"run_id": run_id})["run_id"] == run_id
+    assert db.fetch_one("runs_read_status", {"run_id": run_id, "default_max_active": None})["run_id"] == run_id

@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from scheduler import db
 from scheduler.conf import scheduler_settings
+from scheduler.fairshare import limits
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,24 @@ class Figure:
 
 def _list(model: str, query: str) -> str:
     return f"{reverse(f'admin:scheduler_{model}_changelist')}?{query}"
+
+
+def _org_figures() -> list[Figure]:
+    """FSH-10: paused orgs, and orgs with runs queued behind their cap or start rate (queued runs as the value)."""
+    shown = []
+    for org in limits.held():
+        if org["paused"]:
+            why = "paused"
+        elif org["max_active"] is not None and org["active"] >= org["max_active"]:
+            why = f"at its cap of {org['max_active']}"
+        elif org["queued"] and org["max_starts_per_minute"] is not None:
+            why = f"limited to {org['max_starts_per_minute']} starts a minute"
+        else:
+            continue
+        link = reverse("admin:scheduler_orglimit_change", args=[org["org_id"]])
+        shown.append(Figure(f"{org['org_id']}: {why}, {org['active']} active; queued", org["queued"], link,
+                            org["paused"] and org["queued"] > 0))
+    return shown
 
 
 def figures() -> dict[str, list[Figure]]:
@@ -53,6 +72,7 @@ def figures() -> dict[str, list[Figure]]:
                    backlog["failed_heads"] > 0),
             Figure("retrying", backlog["retrying"], _list("outboxfact", "delivery=retrying")),
         ],
+        "Orgs paused or throttled": _org_figures(),
         "Sandbox cleanup and billing": [
             Figure("cleanup pending", backlog["cleanup_pending"], _list("cleanupjobrow", "status__exact=pending")),
             Figure("oldest pending cleanup", backlog["cleanup_oldest_pending"] or "-",

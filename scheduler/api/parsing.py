@@ -11,10 +11,11 @@ from typing import Any
 
 from scheduler import validation
 from scheduler.errors import InvalidInput
-from scheduler.kinds import Environment, ResultStatus, RunStatus, values
+from scheduler.kinds import Environment, QueuedBecause, ResultStatus, RunStatus, values
+from scheduler.fairshare.limits import LimitsChange
 from scheduler.operations.run_list import MAX_PAGE, RunFilter
 from scheduler.runs import launch_rules, receipts
-from scheduler.runs.lifecycle import LaunchRequest
+from scheduler.runs.lifecycle import Concurrency, LaunchRequest
 from scheduler.runs.settlement import Settlement
 
 URL_KEYS = ("runtimeApiBaseUrl", "baseUrl", "arrayInputTerminalProjectionOrigin")
@@ -53,16 +54,34 @@ def launch_json(launch: Any) -> dict:
     return launch
 
 
-def _wait_deadline(value: Any) -> dt.datetime | None:
+def _instant(value: Any, name: str) -> dt.datetime | None:
+    """An ISO 8601 timestamp with a zone (waitDeadline, runAfter), or None."""
     if value is None:
         return None
     try:
-        deadline = dt.datetime.fromisoformat(validation.text(value, "waitDeadline"))
+        instant = dt.datetime.fromisoformat(validation.text(value, name))
     except ValueError:
-        raise InvalidInput("waitDeadline must be an ISO 8601 timestamp", field="waitDeadline") from None
-    if deadline.tzinfo is None:
-        raise InvalidInput("waitDeadline must carry a time zone", field="waitDeadline")
-    return deadline
+        raise InvalidInput(f"{name} must be an ISO 8601 timestamp", field=name) from None
+    if instant.tzinfo is None:
+        raise InvalidInput(f"{name} must carry a time zone", field=name)
+    if not dt.datetime(1, 1, 2, tzinfo=dt.UTC) <= instant <= dt.datetime(9999, 12, 30, tzinfo=dt.UTC):
+        raise InvalidInput(f"{name} is out of range", field=name)
+    return instant
+
+
+def _concurrency(value: Any) -> Concurrency | None:
+    """FSH-2: {"key": text, "limit": 1..1000}."""
+    if value is None:
+        return None
+    value = validation.json_object(value, "concurrency")
+    unknown = sorted(set(value) - {"key", "limit"})
+    if unknown:
+        raise InvalidInput(f"concurrency.{unknown[0]} is not a concurrency field (key, limit)",
+                           field=f"concurrency.{unknown[0]}")
+    return Concurrency(key=validation.text(validation.field(value, "key", at="concurrency"), "concurrency.key",
+                                           max_length=200),
+                       limit=validation.integer(validation.field(value, "limit", at="concurrency"), "concurrency.limit",
+                                                minimum=1, maximum=1000))
 
 
 def launch_request(body: Any) -> LaunchRequest:
@@ -84,8 +103,11 @@ def launch_request(body: Any) -> LaunchRequest:
         runtime_profile=validation.text(body.get("runtimeProfile"), "runtimeProfile", optional=True),
         definition_scope=validation.choice(body.get("definitionScope"), "definitionScope", ("org", "system"),
                                            optional=True),
-        wait_deadline=_wait_deadline(body.get("waitDeadline")),
+        wait_deadline=_instant(body.get("waitDeadline"), "waitDeadline"),
         idempotency_key=validation.text(body.get("idempotencyKey"), "idempotencyKey", optional=True, max_length=200),
+        priority=validation.integer(body.get("priority", 0), "priority", minimum=-100, maximum=100),
+        concurrency=_concurrency(body.get("concurrency")),
+        run_after=_instant(body.get("runAfter"), "runAfter"),
     )
 
 
@@ -152,7 +174,9 @@ def run_list_query(query) -> tuple[RunFilter, str | None, int]:
     if not limit.isdigit() or not 1 <= int(limit) <= MAX_PAGE:
         raise InvalidInput(f"limit must be an integer between 1 and {MAX_PAGE}", field="limit")
     status = validation.choice(text("status"), "status", values(RunStatus), optional=True)
-    return (RunFilter(status, text("org"), text("release"), text("play"), created_after), text("cursor"), int(limit))
+    because = validation.choice(text("queued_because"), "queued_because", values(QueuedBecause), optional=True)
+    return (RunFilter(status, text("org"), text("release"), text("play"), created_after, because), text("cursor"),
+            int(limit))
 
 
 # RCP-1: what each receipt endpoint reads from an item: (a lease id required?, output?, error?).
@@ -204,3 +228,25 @@ def receipt_call(body: dict, operation: str) -> tuple[list[receipts.Item], bool,
     if operation == "complete":
         options["return_output"] = validation.boolean(body.get("returnOutput", True), "returnOutput")
     return items, batch, options
+
+
+LIMIT_FIELDS = {"maxActive": "max_active", "maxStartsPerMinute": "max_starts_per_minute", "paused": "paused",
+                "reason": "reason"}
+
+
+def limits_change(body: Any) -> LimitsChange:
+    """FSH-10: the body of PUT /internal/orgs/{org_id}/limits: every field optional, null clears (unpauses)."""
+    body = validation.storable(validation.json_object(body, "body"))
+    unknown = sorted(set(body) - set(LIMIT_FIELDS))
+    if unknown:
+        raise InvalidInput(f"{unknown[0]} is not an org limit ({', '.join(LIMIT_FIELDS)})", field=unknown[0])
+    wanted = {}
+    for name in ("maxActive", "maxStartsPerMinute"):
+        if name in body:
+            wanted[LIMIT_FIELDS[name]] = (None if body[name] is None
+                                          else validation.integer(body[name], name, maximum=validation.MAX_INT32))
+    if "paused" in body:
+        wanted["paused"] = False if body["paused"] is None else validation.boolean(body["paused"], "paused")
+    if "reason" in body:
+        wanted["reason"] = validation.text(body["reason"], "reason", optional=True, max_length=500)
+    return LimitsChange(**wanted)

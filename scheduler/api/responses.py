@@ -31,6 +31,8 @@ def run_snapshot(snapshot: RunSnapshot, *, include_definition_scope: bool = Fals
         "schedulerSchema": snapshot.scheduler_schema,
         "delivery": snapshot.delivery,
     }
+    if snapshot.queued_because is not None:
+        answer["queuedBecause"] = snapshot.queued_because
     if snapshot.output is not None:
         answer["output"] = snapshot.output
     if snapshot.error is not None:
@@ -76,7 +78,8 @@ def run_row(row: dict) -> dict:
     """One run of a list: enough to pick it out and see how it ended."""
     return {"runId": row["run_id"], "orgId": row["org_id"], "status": row["status"], "playName": row["play_name"],
             "releaseId": row["release_id"], "createdAt": _iso(row["created_at"]), "finishedAt": _iso(row["finished_at"]),
-            "attempts": row["attempts"] or 0, "maxAttempts": row["max_attempts"], "errorCode": row["error_code"]}
+            "attempts": row["attempts"] or 0, "maxAttempts": row["max_attempts"], "errorCode": row["error_code"],
+            **({"queuedBecause": row["queued_because"]} if row["queued_because"] else {})}
 
 
 def receipt(answer: ReceiptAnswer) -> dict:
@@ -111,3 +114,9 @@ def recorded_terminal(row: dict) -> dict:
     return {"releaseId": row["release_id"], "runId": row["run_id"], "attempt": row["attempt"],
             "resultStatus": result.get("status"), "errorCode": (result.get("error") or {}).get("code")
             if isinstance(result.get("error"), dict) else None}
+
+
+def org_limits(state) -> dict:
+    """FSH-10: an org's limits (null: the default) with its active and queued runs."""
+    return {"orgId": state.org_id, "maxActive": state.max_active, "maxStartsPerMinute": state.max_starts_per_minute,
+            "paused": state.paused, "reason": state.reason, "active": state.active, "queued": state.queued}

@@ -1,7 +1,8 @@
 from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
-from scheduler.api import views_ledger, views_reads, views_receipts, views_releases, views_runner, views_runs
+from scheduler.api import (views_ledger, views_orgs, views_reads, views_receipts, views_releases, views_runner,
+                           views_runs)
 from scheduler.api.http import not_found
 
 urlpatterns = [
@@ -25,6 +26,7 @@ urlpatterns = [
     path("runner/receipts/mark-queued", views_receipts.mark_queued),
     path("runner/receipts/heartbeat", views_receipts.heartbeat),
     path("releases/<str:release_id>/admission", views_releases.release_admission),
+    path("orgs/<str:org_id>/limits", views_orgs.org_limits),
     path("run-ledger/events", views_ledger.run_ledger_events),
     # Last: every other path under /internal/ answers the JSON error shape.
     re_path(r"^(?P<unknown_path>.*)$", csrf_exempt(not_found)),

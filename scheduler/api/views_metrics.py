@@ -25,12 +25,25 @@ HELP = {
 }
 
 
+# FSH-10: per-org gauges name this many orgs (those holding the most runs); the rest are summed as "other".
+TOP_ORGS = 20
+
+
 class DatabaseGauges:
     """Read at each scrape from one statement, so every web process reports the same figures."""
 
     def collect(self):
         for name, value in db.fetch_one("scheduler_metrics").items():
             yield GaugeMetricFamily(f"scheduler_{name}", HELP[name], value=float(value))
+        active = GaugeMetricFamily("scheduler_org_runs_active", "Active runs of an org (top orgs, then other).",
+                                   labels=["org"])
+        queued = GaugeMetricFamily("scheduler_org_runs_queued", "Queued runs of an org (top orgs, then other).",
+                                   labels=["org"])
+        for row in db.fetch_all("org_metrics", {"top": TOP_ORGS}):
+            active.add_metric([row["org"]], float(row["active"]))
+            queued.add_metric([row["org"]], float(row["queued"]))
+        yield active
+        yield queued
 
 
 @api_view("GET")

@@ -7,6 +7,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from scheduler import db
+from scheduler.conf import scheduler_settings
 from scheduler.errors import InvalidInput
 
 MAX_PAGE = 200
@@ -19,6 +20,7 @@ class RunFilter:
     release_id: str | None = None
     play_name: str | None = None
     created_after: dt.datetime | None = None
+    queued_because: str | None = None  # FSH-9: only queued runs waiting for this reason
 
 
 def encode_cursor(created_at: dt.datetime, run_id: str) -> str:
@@ -39,6 +41,7 @@ def page(filters: RunFilter, *, cursor: str | None = None, limit: int = 50) -> t
     rows = db.fetch_all("runs_list_page", {
         "status": filters.status, "org_id": filters.org_id, "release_id": filters.release_id,
         "play_name": filters.play_name, "created_after": filters.created_after,
+        "queued_because": filters.queued_because, "default_max_active": scheduler_settings.org_max_active,
         "cursor_created_at": created, "cursor_run_id": run_id, "limit": min(limit, MAX_PAGE) + 1,
     })
     more = len(rows) > min(limit, MAX_PAGE)

@@ -171,7 +171,7 @@ class DispatchPool:
             with self._lock:
                 self._in_flight += 1
             self._executor.submit(self._start, claim)
-        return Tick(self._take_counts(len(claims)), again=bool(claims) and len(claims) == wanted)
+        return Tick(self._take_counts(len(claims)), again=bool(claims) and (len(claims) == wanted or claims.more))
 
     def _start(self, claim: lifecycle.Claim) -> None:
         partial = DispatchTick()

@@ -29,6 +29,14 @@ def _json(value: Any) -> str | None:
 
 
 @dataclass(frozen=True)
+class Concurrency:
+    """FSH-2: at most `limit` active runs of one org hold `key`."""
+
+    key: str
+    limit: int
+
+
+@dataclass(frozen=True)
 class LaunchRequest:
     """A validated launch (api/parsing.py builds it from a request body)."""
 
@@ -43,11 +51,26 @@ class LaunchRequest:
     definition_scope: str | None = None
     wait_deadline: dt.datetime | None = None
     idempotency_key: str | None = None  # FSH-5: one kept run per org and key
+    priority: int = 0  # FSH-3: -100..100, higher first within the org
+    concurrency: Concurrency | None = None  # FSH-2
+    run_after: dt.datetime | None = None  # FSH-7: never claimed before this instant
 
     def digest(self) -> str:
-        """What makes two launches "the same body" (FSH-5): every field, canonically serialized."""
-        body = json.dumps(dataclasses.asdict(self), sort_keys=True, separators=(",", ":"), default=str)
+        """What makes two launches "the same body" (FSH-5): every field, canonically serialized.
+
+        Fields added after FSH-5 shipped count only when set, so a repeat that spans the deploy of a release that
+        added them is still the same body.
+        """
+        fields = dataclasses.asdict(self)
+        for name, default in LATER_FIELDS.items():
+            if fields[name] == default:
+                del fields[name]
+        body = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(body.encode()).hexdigest()
+
+
+# Launch fields added after idempotency keys (FSH-2, FSH-3, FSH-7), with their defaults.
+LATER_FIELDS = {"priority": 0, "concurrency": None, "run_after": None}
 
 
 @dataclass(frozen=True)
@@ -72,6 +95,9 @@ def launch_run(request: LaunchRequest) -> Launched:
             "launch": json.dumps(launch), "input": _json(request.input), "run_log_store": request.run_log_store,
             "max_attempts": request.max_attempts, "wait_deadline": request.wait_deadline,
             "idempotency_key": request.idempotency_key, "idempotency_digest": digest,
+            "priority": request.priority, "run_after": request.run_after,
+            "concurrency_key": request.concurrency.key if request.concurrency else None,
+            "concurrency_limit": request.concurrency.limit if request.concurrency else None,
         })
     if row["run_id"] is None and request.idempotency_key is not None:
         first = db.fetch_one("runs_read_by_idempotency_key", {"org_id": request.org_id,
@@ -88,6 +114,11 @@ def launch_run(request: LaunchRequest) -> Launched:
     return Launched(row["run_id"])
 
 
+# A counted org's claim looks at this many of its next due runs (at least), so runs waiting for a full key do
+# not hide the runs behind them, while a claim never walks a whole backlog.
+CLAIM_WALK = 256
+
+
 @dataclass(frozen=True)
 class Claim:
     run_id: str
@@ -100,13 +131,39 @@ class Claim:
     launch: dict
 
 
-def claim_queued_runs(limit: int = 1, lease_seconds: float | None = None) -> list[Claim]:
-    """RUN-2: claim up to `limit` queued runs (SKIP LOCKED), each as a new attempt with a fresh lease."""
-    rows = db.fetch_all("runs_claim_queued", {
-        "limit": limit, "lease_seconds": lease_seconds or scheduler_settings.claim_lease_seconds,
-    })
-    return [Claim(r["run_id"], r["attempt"], r["lease_token"], r["lease_expires_at"], r["org_id"], r["play_name"],
-                  r["input_json"], r["launch_json"] or {}) for r in rows]
+class Claims(list):
+    """The runs one claim took, and whether the queue may hold more for an immediate next claim."""
+
+    more: bool = False
+
+
+def claim_queued_runs(limit: int = 1, lease_seconds: float | None = None) -> Claims:
+    """RUN-2, FSH-1..8: claim up to `limit` queued runs, each as a new attempt with a fresh lease.
+
+    Two statements in one transaction: the first chooses the orgs to serve and locks those whose limits must be
+    counted exactly; the second, whose snapshot follows those locks, decides and claims (scheduler/sql/claim.sql).
+    """
+    default_cap = scheduler_settings.org_max_active
+    with transaction.atomic():
+        orgs = db.fetch_all("runs_claim_lock_orgs", {"limit": limit, "default_max_active": default_cap})
+        if not orgs:
+            return Claims()
+        rows = db.fetch_all("runs_claim_queued", {
+            "limit": limit, "lease_seconds": lease_seconds or scheduler_settings.claim_lease_seconds,
+            "orgs": [org["org_key"] for org in orgs], "counted": [org["counted"] for org in orgs],
+            "default_max_active": default_cap, "walk": max(limit * 8, CLAIM_WALK),
+            "take_turns": orgs[0]["open_orgs"] > 1,
+        })
+    claims = Claims(Claim(r["run_id"], r["attempt"], r["lease_token"], r["lease_expires_at"], r["org_id"],
+                          r["play_name"], r["input_json"], r["launch_json"] or {}) for r in rows)
+    # Go again at once when the batch was full, when more orgs wait than one claim considers, or when an org
+    # gave its whole share of a batch split between orgs (it may hold more).
+    share = -(-limit // len(orgs))
+    taken: dict[str, int] = {}
+    for claim in claims:
+        taken[claim.org_id or ""] = taken.get(claim.org_id or "", 0) + 1
+    claims.more = len(claims) >= limit or orgs[0]["open_orgs"] > len(orgs) or (len(orgs) > 1 and share in taken.values())
+    return claims
 
 
 def park(run_id: str, attempt: int, lease_token: str, sandbox_ref: dict, *, heartbeat_timeout_ms: int,
@@ -178,10 +235,11 @@ class RunSnapshot:
     error: Any = None
     delivery: dict = field(default_factory=dict)  # the run's facts: how many, delivered, failed heads
     late_results: list = field(default_factory=list)  # results that came after a verdict settled their attempt
+    queued_because: str | None = None  # FSH-9: why a queued run still waits (kinds.QueuedBecause)
 
 
 def run_status(run_id: str) -> RunSnapshot:
-    row = db.fetch_one("runs_read_status", {"run_id": run_id})
+    row = db.fetch_one("runs_read_status", {"run_id": run_id, "default_max_active": scheduler_settings.org_max_active})
     if row is None:
         raise NotFound(f"run {run_id} not found")
     return RunSnapshot(**row, late_results=late_results(run_id))

@@ -1,5 +1,5 @@
 -- name: runs_launch
--- Insert a queued run and its run.created fact unless its release reads closed (RUN-1, ADM-5) or a kept run of its org already holds its idempotency key (FSH-5); run after release_admission_lock in the same transaction.
+-- Insert a queued run (with its priority, concurrency key and not-before: FSH-2, FSH-3, FSH-7) and its run.created fact unless its release reads closed (RUN-1, ADM-5) or a kept run of its org already holds its idempotency key (FSH-5); run after release_admission_lock in the same transaction.
 WITH admission AS MATERIALIZED (
     SELECT admission.accepting
     FROM __schema__.runtime_release_admission AS admission
@@ -10,12 +10,14 @@ WITH admission AS MATERIALIZED (
     INSERT INTO __schema__.runs (
         run_id, org_id, play_name, graph_hash, runtime_profile, definition_scope, status,
         launch_json, input_json, run_log_store, max_attempts, wait_deadline, idempotency_key, idempotency_digest,
-        created_at, updated_at
+        priority, concurrency_key, concurrency_limit, run_after, created_at, updated_at
     )
     SELECT %(run_id)s::text, %(org_id)s::text, %(play_name)s::text, %(graph_hash)s::text,
            %(runtime_profile)s::text, %(definition_scope)s::text, 'queued',
            %(launch)s::jsonb, %(input)s::jsonb, %(run_log_store)s::text, %(max_attempts)s::integer,
-           %(wait_deadline)s::timestamptz, %(idempotency_key)s::text, %(idempotency_digest)s::text, now(), now()
+           %(wait_deadline)s::timestamptz, %(idempotency_key)s::text, %(idempotency_digest)s::text,
+           %(priority)s::smallint, %(concurrency_key)s::text, %(concurrency_limit)s::integer,
+           %(run_after)s::timestamptz, now(), now()
     WHERE NOT EXISTS (SELECT 1 FROM admission WHERE NOT admission.accepting)
     -- FSH-5: a concurrent duplicate waits for the first insert to commit, then inserts nothing.
     ON CONFLICT (org_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
@@ -40,54 +42,6 @@ SELECT run.run_id, run.idempotency_digest
 FROM __schema__.runs AS run
 WHERE run.idempotency_key = %(idempotency_key)s::text
   AND (run.org_id = %(org_id)s::text OR (%(org_id)s::text IS NULL AND run.org_id IS NULL));
-
--- name: runs_claim_queued
--- Claim queued runs (SKIP LOCKED): attempt n+1 with a fresh lease token, older attempts retired, run running, run.started written (RUN-2).
--- plan: generic
--- Every lookup after the candidate scan is by key (a correlated max, = ANY of the claimed ids), so the one generic plan stays on indexes for any limit.
-WITH candidate AS MATERIALIZED (
-    SELECT run.run_id
-    FROM __schema__.runs AS run
-    WHERE run.status = 'queued'
-    ORDER BY run.created_at, run.run_id
-    LIMIT %(limit)s::integer
-    FOR NO KEY UPDATE SKIP LOCKED
-), numbered AS MATERIALIZED (
-    SELECT candidate.run_id,
-           coalesce((SELECT max(attempt.attempt) FROM __schema__.attempts AS attempt
-                     WHERE attempt.run_id = candidate.run_id), 0) + 1 AS attempt
-    FROM candidate
-), retired AS (
-    UPDATE __schema__.attempts AS older
-    SET status = 'released', updated_at = now()
-    WHERE older.run_id = ANY (ARRAY(SELECT numbered.run_id FROM numbered))
-      AND older.status IN ('claimed', 'running', 'waiting')
-    RETURNING older.run_id
-), claimed AS (
-    INSERT INTO __schema__.attempts (run_id, attempt, status, lease_token, lease_expires_at, created_at, updated_at)
-    SELECT numbered.run_id, numbered.attempt, 'claimed', replace(gen_random_uuid()::text, '-', ''),
-           now() + make_interval(secs => %(lease_seconds)s::double precision), now(), now()
-    FROM numbered
-    RETURNING run_id, attempt, lease_token, lease_expires_at
-), started AS (
-    UPDATE __schema__.runs AS run
-    SET status = 'running', started_at = coalesce(run.started_at, now()), suspension_json = NULL, updated_at = now()
-    WHERE run.run_id = ANY (ARRAY(SELECT candidate.run_id FROM candidate))
-    RETURNING run.run_id, run.org_id, run.play_name, run.input_json, run.launch_json, run.max_attempts
-), started_fact AS (
-    INSERT INTO __schema__.outbox (event_id, run_id, event_type, payload_json, lane, created_at)
-    SELECT claimed.run_id || ':' || claimed.attempt || ':run.started', claimed.run_id, 'run.started',
-           jsonb_build_object('runId', claimed.run_id, 'attempt', claimed.attempt),
-           'ledger', __schema__.next_fact_time(claimed.run_id, 0)
-    FROM claimed
-    ON CONFLICT (event_id) DO NOTHING
-)
-SELECT claimed.run_id, claimed.attempt, claimed.lease_token, claimed.lease_expires_at,
-       started.org_id, started.play_name, started.input_json, started.launch_json, started.max_attempts,
-       (SELECT count(*) FROM retired) AS retired_attempts
-FROM claimed
-JOIN started ON started.run_id = claimed.run_id
-ORDER BY claimed.run_id;
 
 -- name: runs_park
 -- Park a claimed attempt and its run as waiting with the detached-runner suspension and its sandbox resource; write run.waiting (RUN-3).
@@ -202,8 +156,9 @@ SELECT locked_run.status AS prior_status,
 FROM locked_run;
 
 -- name: runs_read_status
--- The status snapshot of one run: its attempts with their verdicts, its output or error, its facts' delivery, and the schema actually queried (RUN-8).
+-- The status snapshot of one run: its attempts with their verdicts, its output or error, its facts' delivery, why it is still queued (FSH-9), and the schema actually queried (RUN-8).
 SELECT run.run_id, run.org_id, run.status, run.play_name, run.graph_hash,
+       {{queued_because(run, %(default_max_active)s::integer)}} AS queued_because,
        run.launch_json ->> 'runtimeBackend' AS runtime_backend,
        run.run_log_store, run.definition_scope,
        run.created_at, run.updated_at, run.started_at, run.finished_at,

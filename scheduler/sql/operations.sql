@@ -6,18 +6,22 @@ VALUES (%(actor)s::text, %(action)s::text, %(target)s::text, %(reason)s::text, %
 RETURNING id;
 
 -- name: runs_list_page
--- One page of runs, newest first, after a keyset cursor (created_at, run_id), filtered by status, org, release, play and creation time; each filter optional (RUN-8's list).
+-- One page of runs, newest first, after a keyset cursor (created_at, run_id), filtered by status, org, release, play, creation time and why a queued run waits (FSH-9); each filter optional (RUN-8's list).
 -- plan: custom
 SELECT run.run_id, run.org_id, run.status, run.play_name, nullif(run.launch_json ->> 'absurdReleaseId', '') AS release_id,
        run.created_at, run.finished_at, run.max_attempts,
        (SELECT max(attempt.attempt) FROM __schema__.attempts AS attempt WHERE attempt.run_id = run.run_id) AS attempts,
-       run.terminal_result_json -> 'error' ->> 'code' AS error_code
+       run.terminal_result_json -> 'error' ->> 'code' AS error_code,
+       {{queued_because(run, %(default_max_active)s::integer)}} AS queued_because
 FROM __schema__.runs AS run
 WHERE (%(status)s::text IS NULL OR run.status = %(status)s::text)
   AND (%(org_id)s::text IS NULL OR run.org_id = %(org_id)s::text)
   AND (%(release_id)s::text IS NULL OR run.launch_json ->> 'absurdReleaseId' = %(release_id)s::text)
   AND (%(play_name)s::text IS NULL OR run.play_name = %(play_name)s::text)
   AND (%(created_after)s::timestamptz IS NULL OR run.created_at > %(created_after)s::timestamptz)
+  AND (%(queued_because)s::text IS NULL
+       OR (run.status = 'queued'
+           AND {{queued_because(run, %(default_max_active)s::integer)}} = %(queued_because)s::text))
   AND (%(cursor_created_at)s::timestamptz IS NULL
        OR (run.created_at, run.run_id) < (%(cursor_created_at)s::timestamptz, %(cursor_run_id)s::text))
 ORDER BY run.created_at DESC, run.run_id DESC

@@ -79,7 +79,8 @@ def test_a_value_that_reaches_the_server_anyway__its_tokens_stay_out_of_the_serv
                 "release_keys": [], "run_id": "run_log_probe", "org_id": None, "play_name": "m:f", "graph_hash": None,
                 "runtime_profile": None, "definition_scope": None, "launch": launch, "input": None,
                 "run_log_store": None, "max_attempts": 1, "wait_deadline": None, "idempotency_key": None,
-                "idempotency_digest": None,
+                "idempotency_digest": None, "priority": 0, "concurrency_key": None, "concurrency_limit": None,
+                "run_after": None,
             })
     with open(server_log, "rb") as handle:
         handle.seek(offset)

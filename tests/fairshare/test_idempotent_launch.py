@@ -104,3 +104,19 @@ def test_concurrent_duplicates__exactly_one_run__every_answer_names_it():
     run_id = one("SELECT run_id FROM runs")
     assert sorted(status for status, _ in answers) == [200] * 7 + [201]
     assert {answer["runId"] for _, answer in answers} == {run_id}
+
+
+def test_a_repeat_spanning_the_deploy_that_added_fair_share_fields__keeps_its_digest():
+    """Runs launched before priority, concurrency and runAfter existed were digested without them."""
+    import dataclasses
+    import hashlib
+
+    from scheduler.runs.lifecycle import Concurrency, LaunchRequest
+
+    request = LaunchRequest(play_name="m:f", org_id="org-a", input={"n": 1}, idempotency_key="order-7")
+    before = {key: value for key, value in dataclasses.asdict(request).items()
+              if key not in ("priority", "concurrency", "run_after")}
+    digest = hashlib.sha256(json.dumps(before, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
+    assert request.digest() == digest
+    assert dataclasses.replace(request, priority=5).digest() != digest
+    assert dataclasses.replace(request, concurrency=Concurrency("k", 1)).digest() != digest

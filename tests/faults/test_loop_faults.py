@@ -73,6 +73,6 @@ def test_a_full_batch__the_next_tick_runs_at_once():
 
 def test_describe__names_the_statement_never_its_parameters():
     with pytest.raises(psycopg.Error) as raised:
-        db.fetch_one("runs_read_status", {"run_id": "\x00secret-looking"})
+        db.fetch_one("runs_read_status", {"run_id": "\x00secret-looking", "default_max_active": None})
     line = describe(raised.value)
     assert "(in SQL statement runs_read_status)" in line and "secret-looking" not in line

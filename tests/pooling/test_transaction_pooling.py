@@ -31,7 +31,7 @@ def test_pooled__a_generic_statement_sets_its_plan_mode_for_its_own_transaction_
     # The statement still ran its generic plan, and the session (a pooled server connection) kept its own mode.
     with connection.cursor() as cursor:
         cursor.execute("SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %s",
-                       ["%unnest(%"])
+                       ["%unnest(%::jsonb[]%"])
         assert cursor.fetchall() == [(6, 0)]
     assert _session_plan_mode() == "auto"
 
@@ -52,7 +52,7 @@ def test_unpooled__the_session_switch_is_kept(settings):
     claim = factories.parked_run()
     settlement.settle_attempt(claim.run_id, claim.attempt, claim.lease_token, factories.completed_result())
     assert _session_plan_mode() == "force_generic_plan"
-    db.fetch_one("runs_read_status", {"run_id": claim.run_id})
+    db.fetch_one("runs_read_status", {"run_id": claim.run_id, "default_max_active": None})
     assert _session_plan_mode() == "auto"
 
 

@@ -1,5 +1,6 @@
-"""`launch_run --play NAME [--org ID] [--input JSON] [--launch JSON] [--max-attempts N] [--idempotency-key KEY]`:
-print the new run id (or, for a repeat of a keyed launch, the first run's)."""
+"""`launch_run --play NAME [--org ID] [--input JSON] [--launch JSON] [--max-attempts N] [--idempotency-key KEY]
+[--priority N] [--concurrency-key KEY --concurrency-limit N] [--run-after ISO]`: print the new run id (or, for a
+repeat of a keyed launch, the first run's). Each option is checked as the launch body's field of that meaning."""
 
 import json
 
@@ -30,6 +31,11 @@ class Command(SchedulerCommand):
         parser.add_argument("--run-log-store", default=None, choices=["planet_scale"])
         parser.add_argument("--idempotency-key", default=None,
                             help="FSH-5: a repeat with the same key and arguments prints the first run's id")
+        parser.add_argument("--priority", type=int, default=0, help="FSH-3: -100..100, higher first within the org")
+        parser.add_argument("--concurrency-key", default=None, help="FSH-2: at most --concurrency-limit active runs "
+                                                                   "of the org hold this key")
+        parser.add_argument("--concurrency-limit", type=int, default=None, help="FSH-2: 1..1000")
+        parser.add_argument("--run-after", default=None, help="FSH-7: ISO 8601 with a zone; not claimed before")
 
     def handle(self, *args, **options):
         body = {
@@ -39,7 +45,11 @@ class Command(SchedulerCommand):
             "maxAttempts": options["max_attempts"],
             "runLogStore": options["run_log_store"],
             "idempotencyKey": options["idempotency_key"],
+            "priority": options["priority"],
+            "runAfter": options["run_after"],
         }
+        if options["concurrency_key"] is not None or options["concurrency_limit"] is not None:
+            body["concurrency"] = {"key": options["concurrency_key"], "limit": options["concurrency_limit"]}
         if options["input"] is not None:
             body["input"] = _json_argument(options["input"], "--input")
         try:

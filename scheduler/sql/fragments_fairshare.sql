@@ -1,0 +1,34 @@
+-- Fragments of fair share (FSH): what the claim, the status read and the operators' reads count alike.
+
+-- fragment: org_active_runs(org_key)
+-- FSH-1: an org's active runs (claimed and not yet settled); runs without an org are the org ''. Read through the org active index.
+(SELECT count(*) FROM __schema__.runs AS active
+ WHERE coalesce(active.org_id, '') = {org_key} AND active.status IN ('running', 'waiting'))
+
+-- fragment: key_active_runs(org_key, concurrency_key)
+-- FSH-2: an org's active runs that hold one concurrency key.
+(SELECT count(*) FROM __schema__.runs AS active
+ WHERE coalesce(active.org_id, '') = {org_key} AND active.concurrency_key = {concurrency_key}
+   AND active.status IN ('running', 'waiting'))
+
+-- fragment: org_recent_starts(org_key)
+-- FSH-6: an org's claims in the rolling minute before this statement (only rate-limited orgs keep them).
+(SELECT count(*) FROM __schema__.org_starts AS start
+ WHERE start.org_id = {org_key} AND start.claimed_at > statement_timestamp() - interval '60 seconds')
+
+-- fragment: queued_because(run, default_max_active)
+-- FSH-9: why a queued run waits, first reason first: its org is paused, its not-before is ahead, its org is at its cap or start rate, its key is full; else it waits its turn. NULL for a run that is not queued.
+(SELECT CASE
+            WHEN {run}.status <> 'queued' THEN NULL
+            WHEN coalesce(limits.paused, false) THEN 'paused'
+            WHEN {run}.run_after > statement_timestamp() THEN 'not_before'
+            WHEN coalesce(limits.max_active, {default_max_active}) <= {{org_active_runs(coalesce({run}.org_id, ''))}}
+                THEN 'org_limit'
+            WHEN limits.max_starts_per_minute <= {{org_recent_starts(coalesce({run}.org_id, ''))}} THEN 'rate_limit'
+            WHEN {run}.concurrency_key IS NOT NULL
+                 AND {run}.concurrency_limit <= {{key_active_runs(coalesce({run}.org_id, ''), {run}.concurrency_key)}}
+                THEN 'concurrency_key'
+            ELSE 'turn'
+        END
+ FROM (SELECT 1) AS one
+ LEFT JOIN __schema__.org_limits AS limits ON limits.org_id = coalesce({run}.org_id, ''))

@@ -1,0 +1,42 @@
+"""FSH-4's cost: the claim finds each org's next runs through the org queue index, never reading another org's
+backlog; a skip scan finds the orgs (one probe each), and the counts use the partial indexes."""
+
+import pytest
+
+from tests.factories import query
+from tests.support import generic_plan
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def backlog():
+    query("""INSERT INTO runs (run_id, org_id, play_name, status, launch_json, max_attempts, created_at)
+             SELECT 'flood-' || lpad(i::text, 6, '0'), 'org-a', 'play', 'queued', '{}', 1,
+                    now() - interval '1 hour' + i * interval '1 ms'
+             FROM generate_series(1, 20000) AS i;
+             INSERT INTO runs (run_id, org_id, play_name, status, launch_json, max_attempts)
+             VALUES ('late', 'org-b', 'play', 'queued', '{}', 1);
+             ANALYZE runs""")
+
+
+def rows_read(plan: str) -> int:
+    """The most rows any node of an analyzed plan produced from runs (a scan of the backlog shows as 20,000)."""
+    import re
+
+    return max(int(float(found)) for found in re.findall(r"on runs\b.*?actual rows=([0-9.]+)", plan, re.S) or ["0"])
+
+
+def test_choosing_the_orgs__one_probe_per_org__not_a_walk_of_the_backlog(backlog):
+    plan = generic_plan("runs_claim_lock_orgs", {"limit": 32, "default_max_active": None}, analyze=True)
+    assert "Seq Scan on runs" not in plan, plan
+    assert "runtime_scheduler_runs_org_queue_idx" in plan, plan
+    assert rows_read(plan) < 100, plan
+
+
+def test_the_claim__walks_each_org_only_as_far_as_it_takes(backlog):
+    plan = generic_plan("runs_claim_queued", {
+        "limit": 32, "lease_seconds": 300, "orgs": ["org-a", "org-b"], "counted": [False, False],
+        "default_max_active": None, "walk": 256, "take_turns": True}, analyze=True)
+    assert "Seq Scan on runs" not in plan, plan
+    assert rows_read(plan) <= 64, plan
