@@ -138,3 +138,23 @@ def test_declaring_a_stuck_runner_lost_from_the_run_list(browser, live_server):
     browser.find_element(By.CSS_SELECTOR, "button[name=index]").click()
     assert "runner declared lost" in browser.find_element(By.CSS_SELECTOR, "ul.messagelist").text
     assert one("SELECT status FROM runs WHERE run_id = %s", [stuck.run_id]) == "failed"
+
+
+def test_a_paused_org_on_the_dashboard__its_page_resumes_it__audited(browser, live_server):
+    from scheduler.fairshare import limits
+
+    User.objects.create_superuser("ops", "ops@example.com", "pw")
+    factories.launch(org_id="org-flood")
+    limits.change("org-flood", limits.LimitsChange(paused=True, reason="flood"), actor="test",
+                  action="org_limits_pause")
+    _log_in(browser, live_server, "ops")
+    browser.find_element(By.ID, "scheduler-dashboard").find_element(By.PARTIAL_LINK_TEXT, "org-flood: paused").click()
+    assert "Queued runs" in browser.page_source
+    browser.find_element(By.NAME, "max_active").send_keys("5")
+    paused = browser.find_element(By.NAME, "paused")
+    if paused.is_selected():
+        paused.click()
+    browser.find_element(By.NAME, "_save").click()
+    browser.find_element(By.CSS_SELECTOR, "ul.messagelist")
+    assert one("SELECT max_active, paused FROM org_limits WHERE org_id = 'org-flood'") == (5, False)
+    assert one("SELECT actor FROM operator_actions ORDER BY id DESC LIMIT 1") == "admin:ops"
