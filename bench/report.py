@@ -18,7 +18,7 @@ from pathlib import Path
 
 import harness
 
-BENCHES = ("lifecycle", "discovery", "dispatch", "outbox", "cleanup", "receipts", "soak", "cost")
+BENCHES = ("lifecycle", "discovery", "dispatch", "outbox", "cleanup", "receipts", "soak", "cost", "fairness")
 RESULTS = harness.PROJECT_DIR / "bench" / "results"
 
 
