@@ -17,9 +17,14 @@ def claim(lease_owner: str, limit: int = 20, now=None) -> list[str]:
     })]
 
 
+# A job waiting for a late resource's cleanup looks again at least this often (see compute_billing_finalize).
+WAITING_RECHECK_SECONDS = 30
+
+
 def finalize(run_id: str, lease_owner: str, now=None) -> dict:
     """One statement: items idempotent by adjustment id; late resources wait or are capped."""
     return db.fetch_one("compute_billing_finalize", {
         "run_id": run_id, "lease_owner": lease_owner, "now": now,
         "grace_seconds": TERMINAL_GRACE_SECONDS, "default_timeout_seconds": DEFAULT_TIMEOUT_SECONDS,
+        "recheck_seconds": WAITING_RECHECK_SECONDS,
     })

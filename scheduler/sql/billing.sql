@@ -77,11 +77,16 @@ WITH job AS MATERIALIZED (
     UPDATE __schema__.compute_billing_jobs_v2 AS billing
     SET status = CASE WHEN waiting.until_ms IS NULL THEN 'finalized' ELSE 'pending' END,
         finalized_at = CASE WHEN waiting.until_ms IS NULL THEN now() END,
-        available_at = CASE WHEN waiting.until_ms IS NULL THEN billing.available_at ELSE to_timestamp(waiting.until_ms / 1000.0) END,
+        -- A waiting job looks again within %(recheck_seconds)s even before its ceiling: a cleanup that confirmed
+        -- after this statement's snapshot was taken, but whose nudge of available_at this write then replaced,
+        -- would otherwise leave the run unbilled until its ceiling.
+        available_at = CASE WHEN waiting.until_ms IS NULL THEN billing.available_at
+                            ELSE to_timestamp(least(waiting.until_ms, clock.now_ms + %(recheck_seconds)s::bigint * 1000)
+                                              / 1000.0) END,
         last_error = CASE WHEN waiting.until_ms IS NULL THEN NULL
                           ELSE 'late runtime resource waits for confirmed cleanup or its billing ceiling' END,
         lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
-    FROM job CROSS JOIN waiting
+    FROM job CROSS JOIN waiting CROSS JOIN clock
     WHERE billing.run_id = job.run_id AND EXISTS (SELECT 1 FROM billed_run)
     RETURNING billing.status
 )
