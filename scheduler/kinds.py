@@ -42,6 +42,32 @@ class QueuedBecause(enum.StrEnum):
     NOT_BEFORE = "not_before"
 
 
+class ScheduleOverlap(enum.StrEnum):
+    """SCD-5: what a slot does while the schedule's previous run is not terminal."""
+
+    ALLOW = "allow"
+    SKIP = "skip"
+    CANCEL_PREVIOUS = "cancel_previous"
+
+
+class ScheduleCatchUp(enum.StrEnum):
+    """SCD-4: which slots missed during downtime fire."""
+
+    SKIP = "skip"
+    LATEST = "latest"
+    ALL = "all"
+
+
+class FireOutcome(enum.StrEnum):
+    """SCD-2: what became of one slot of a schedule."""
+
+    LAUNCHED = "launched"
+    SKIPPED_OVERLAP = "skipped_overlap"
+    SKIPPED_CLOSED_RELEASE = "skipped_closed_release"
+    SKIPPED_CATCH_UP = "skipped_catch_up"
+    REFUSED = "refused"
+
+
 class AttemptStatus(enum.StrEnum):
     """§1.2: the statuses of an attempt."""
 

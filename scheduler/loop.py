@@ -88,14 +88,16 @@ class Loop:
                         # Arm, then look once more at once: work that came before the arming notified nobody.
                         self._armed = self._arm()
                     else:
-                        self._idle_wait()
+                        self._idle_wait(tick.due_in)
                 if self.stopping.is_set():
                     return 0
         finally:
             self._finish()
 
-    def _idle_wait(self) -> None:
+    def _idle_wait(self, due_in: float | None = None) -> None:
         pause = self.interval * (1 + random.uniform(-self.jitter, self.jitter))
+        if due_in is not None:
+            pause = min(pause, due_in)  # wake on time for work the tick knows falls due
         if self.wake.wait(max(0.0, pause)):
             self._armed = False  # the notification disarmed the signal
 

@@ -13,3 +13,5 @@ from dataclasses import dataclass, field
 class Tick:
     counts: dict[str, int] = field(default_factory=dict)
     again: bool = False  # the batch was full: go again without sleeping
+    # Seconds until the tick knows new work falls due (a schedule's next slot): the loop sleeps no longer.
+    due_in: float | None = None

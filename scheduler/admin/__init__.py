@@ -3,6 +3,6 @@ actions (scheduler/operations/) behind their own permissions; nothing else write
 
 from django.contrib import admin
 
-from scheduler.admin import dashboard, fairshare_admin, registrations  # noqa: F401
+from scheduler.admin import dashboard, fairshare_admin, registrations, schedules_admin  # noqa: F401
 
 dashboard.install(admin.site)

@@ -2,7 +2,7 @@ from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
 from scheduler.api import (views_ledger, views_orgs, views_reads, views_receipts, views_releases, views_runner,
-                           views_runs)
+                           views_runs, views_schedules)
 from scheduler.api.http import not_found
 
 urlpatterns = [
@@ -27,6 +27,10 @@ urlpatterns = [
     path("runner/receipts/heartbeat", views_receipts.heartbeat),
     path("releases/<str:release_id>/admission", views_releases.release_admission),
     path("orgs/<str:org_id>/limits", views_orgs.org_limits),
+    path("schedules", views_schedules.schedules),
+    path("schedules/<str:schedule_id>", views_schedules.schedule),
+    path("schedules/<str:schedule_id>/pause", views_schedules.pause),
+    path("schedules/<str:schedule_id>/resume", views_schedules.resume),
     path("run-ledger/events", views_ledger.run_ledger_events),
     # Last: every other path under /internal/ answers the JSON error shape.
     re_path(r"^(?P<unknown_path>.*)$", csrf_exempt(not_found)),

@@ -29,6 +29,21 @@ HELP = {
 TOP_ORGS = 20
 
 
+def schedule_gauges():
+    """SCD-7: schedules due, the lag of the oldest due slot, fires per outcome in the last hour."""
+    from scheduler.kinds import FireOutcome
+
+    row = db.fetch_one("schedule_metrics")
+    yield GaugeMetricFamily("scheduler_schedules_due", "Unpaused schedules with a slot due now.", value=row["due"])
+    yield GaugeMetricFamily("scheduler_schedules_oldest_due_seconds", "How late the oldest due slot is.",
+                            value=float(row["oldest_due_seconds"]))
+    fires = GaugeMetricFamily("scheduler_schedule_fires_last_hour", "Schedule slots recorded in the last hour.",
+                              labels=["outcome"])
+    for outcome in FireOutcome:
+        fires.add_metric([outcome.value], float(row["fires_last_hour"].get(outcome.value, 0)))
+    yield fires
+
+
 class DatabaseGauges:
     """Read at each scrape from one statement, so every web process reports the same figures."""
 
@@ -44,6 +59,7 @@ class DatabaseGauges:
             queued.add_metric([row["org"]], float(row["queued"]))
         yield active
         yield queued
+        yield from schedule_gauges()
 
 
 @api_view("GET")

@@ -76,3 +76,22 @@ class CleanupJobRow(models.Model):
         db_table = "sandbox_cleanup_jobs_v2_admin"
         verbose_name = "cleanup job (v2)"
         ordering = ["-updated_at"]
+
+
+class ScheduleFireRow(models.Model):
+    """SCD-2's fires, keyed for the admin by schedule and slot."""
+
+    admin_key = models.TextField(primary_key=True)
+    schedule_id = models.TextField()
+    slot_at = models.DateTimeField()
+    run_id = models.TextField(null=True)
+    outcome = models.TextField()
+    error = models.TextField(null=True)
+    fired_at = models.DateTimeField()
+
+    class Meta:
+        managed = False
+        db_table = "schedule_fires_admin"
+        verbose_name = "schedule fire"
+        ordering = ["-slot_at"]
+        permissions = [("repair_schedule_fire", "Can fire a missed, skipped or refused slot again (audited)")]

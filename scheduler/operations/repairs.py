@@ -123,3 +123,32 @@ def redrive_cleanup(provider: str, sandbox_id: str, routing_domain: str | None, 
 
     target = f"{provider}:{sandbox_id}:{routing_domain or ''}"
     return _audited(actor, "redrive_cleanup", target, reason, run)
+
+
+def repair_schedule_fire(schedule_id: str, slot_at, actor: str, reason: str | None = None) -> Repair:
+    """SCD-6: a missed, skipped or refused slot of a schedule fires once, now; a slot that launched is left alone."""
+    import datetime as dt
+
+    from scheduler.kinds import FireOutcome
+    from scheduler.periodic import definitions, firing, slots
+
+    def run():
+        try:
+            schedule = definitions.read(schedule_id)
+        except NotFound:
+            return False, "nothing changed: no such schedule"
+        if slots.following(schedule["cron"], schedule["timezone"], slot_at - dt.timedelta(microseconds=1)) != slot_at:
+            return False, "nothing changed: that time is not a slot of the schedule"
+        if slot_at > dt.datetime.now(dt.UTC):
+            return False, "nothing changed: the slot is not due yet"
+        fire = db.fetch_one("schedule_fires_lock_slot", {"schedule_id": schedule_id, "slot_at": slot_at})
+        if fire is not None and fire["outcome"] == FireOutcome.LAUNCHED:
+            return False, f"nothing changed: the slot already launched run {fire['run_id']}"
+        fired = firing.launch(schedule, slot_at)
+        if fired.outcome is not FireOutcome.LAUNCHED:
+            return False, f"nothing changed: the launch was {fired.outcome} ({fired.error})"
+        db.fetch_one("schedule_fires_repair", {"schedule_id": schedule_id, "slot_at": slot_at, "run_id": fired.run_id})
+        return True, f"launched run {fired.run_id}"
+
+    target = f"{schedule_id}@{slot_at.astimezone(dt.UTC).strftime('%Y-%m-%dT%H:%M:%SZ')}"
+    return _audited(actor, "repair_schedule_fire", target, reason, run)

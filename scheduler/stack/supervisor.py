@@ -130,6 +130,7 @@ def default_children(bind: str) -> list[Child]:
         Child("drain", manage("drain_outbox", "--workers", "2", "--interval", "1")),
         Child("cleanup", manage("run_sandbox_cleanup", "--interval", "1")),
         Child("billing", manage("finalize_billing", "--interval", "2")),
+        Child("schedules", manage("run_schedules")),
     ]
 
 

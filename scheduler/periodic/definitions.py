@@ -1,0 +1,134 @@
+"""Schedules as operators define them (SCD-1, SCD-3, SCD-7): create, read, list, pause, resume, preview.
+
+Every value is checked before anything is written (a bad cron, zone or template names its field), and the
+template is checked exactly as a launch body, so a schedule that was accepted can launch.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import json
+import uuid
+from dataclasses import dataclass
+
+import psycopg
+
+from scheduler import db, validation
+from scheduler.errors import Conflict, InvalidInput, NotFound
+from scheduler.kinds import ScheduleCatchUp, ScheduleOverlap, values
+from scheduler.runs import launch_body
+from scheduler.periodic import slots
+
+MAX_PREVIEW = 1000
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    org_id: str
+    name: str
+    cron: str
+    timezone: str = "UTC"
+    launch_template: dict | None = None
+    overlap: str = ScheduleOverlap.ALLOW.value
+    catch_up: str = ScheduleCatchUp.LATEST.value
+    paused: bool = False
+
+
+def checked(spec: ScheduleSpec) -> ScheduleSpec:
+    """The spec with its cron normalized; InvalidInput naming the first bad field."""
+    org_id = validation.text(spec.org_id, "orgId", max_length=200)
+    name = validation.text(spec.name, "name", max_length=200)
+    cron = slots.cron_expression(validation.text(spec.cron, "cron", max_length=200))
+    timezone = validation.text(spec.timezone, "timezone", max_length=100)
+    slots.zone(timezone)
+    template = validation.storable(validation.json_object(spec.launch_template, "launchTemplate"), "launchTemplate")
+    if "idempotencyKey" in template:
+        raise InvalidInput("launchTemplate.idempotencyKey is set by each fire (schedule:<id>:<slot>)",
+                           field="launchTemplate.idempotencyKey")
+    if template.get("orgId") not in (None, org_id):
+        raise InvalidInput("launchTemplate.orgId must be the schedule's orgId (or left out)",
+                           field="launchTemplate.orgId")
+    try:
+        launch_body.launch_request({**template, "orgId": org_id})
+    except InvalidInput as error:
+        raise InvalidInput(f"launchTemplate: {error.message}",
+                           field=f"launchTemplate.{error.field}" if error.field else "launchTemplate") from None
+    return ScheduleSpec(org_id, name, cron, timezone, template,
+                        validation.choice(spec.overlap, "overlap", values(ScheduleOverlap)),
+                        validation.choice(spec.catch_up, "catchUp", values(ScheduleCatchUp)),
+                        validation.boolean(spec.paused, "paused"))
+
+
+def create(spec: ScheduleSpec, now: dt.datetime | None = None) -> dict:
+    """SCD-1: a new schedule whose first slot is the first after now; a name its org uses is a conflict."""
+    spec = checked(spec)
+    first = slots.following(spec.cron, spec.timezone, now or dt.datetime.now(dt.UTC))
+    row = db.fetch_one("schedules_insert", {
+        "schedule_id": f"sch_{uuid.uuid4().hex}", "org_id": spec.org_id, "name": spec.name, "cron": spec.cron,
+        "timezone": spec.timezone, "launch_template": json.dumps(spec.launch_template), "overlap": spec.overlap,
+        "catch_up": spec.catch_up, "paused": spec.paused, "next_fire_at": first,
+    })
+    if row is None:
+        raise Conflict(f"org {spec.org_id} already has a schedule named {spec.name!r}", "schedule_exists",
+                       field="name")
+    return row
+
+
+def update(schedule_id: str, changes: dict, now: dt.datetime | None = None) -> dict:
+    """SCD-7: `changes` maps ScheduleSpec field names to new values; checked as a whole before anything is written.
+    A new cron or zone moves the next slot to the first after now."""
+    current = read(schedule_id)
+    unknown = set(changes) - set(ScheduleSpec.__dataclass_fields__) - {"org_id"}
+    if unknown or "org_id" in changes:
+        raise InvalidInput("orgId cannot change; add a schedule to the other org", field="orgId")
+    spec = checked(ScheduleSpec(**{**{name: current[name] for name in ScheduleSpec.__dataclass_fields__}, **changes}))
+    moved = "cron" in changes or "timezone" in changes
+    try:
+        db.fetch_all("schedules_update", {
+            "schedule_id": schedule_id, "name": spec.name, "cron": spec.cron, "timezone": spec.timezone,
+            "launch_template": json.dumps(spec.launch_template), "overlap": spec.overlap, "catch_up": spec.catch_up,
+            "paused": spec.paused,
+            "next_fire_at": slots.following(spec.cron, spec.timezone, now or dt.datetime.now(dt.UTC)) if moved else None,
+        })
+    except psycopg.errors.UniqueViolation:
+        raise Conflict(f"org {spec.org_id} already has a schedule named {spec.name!r}", "schedule_exists",
+                       field="name") from None
+    return read(schedule_id)
+
+
+def delete(schedule_id: str) -> None:
+    if not db.fetch_all("schedules_delete", {"schedule_id": schedule_id}):
+        raise NotFound(f"schedule {schedule_id} not found")
+
+
+def read(schedule_id: str) -> dict:
+    row = db.fetch_one("schedules_read", {"schedule_id": schedule_id})
+    if row is None:
+        raise NotFound(f"schedule {schedule_id} not found")
+    return row
+
+
+def listed(org_id: str | None = None, limit: int = 200) -> list[dict]:
+    return db.fetch_all("schedules_list", {"org_id": org_id, "limit": limit})
+
+
+def recent_fires(schedule_id: str, limit: int = 20) -> list[dict]:
+    return db.fetch_all("schedule_fires_recent", {"schedule_id": schedule_id, "limit": limit})
+
+
+def set_paused(schedule_id: str, paused: bool, now: dt.datetime | None = None) -> bool:
+    """Pause, or resume from the first slot after now; whether anything changed."""
+    schedule = read(schedule_id)
+    resume_at = None if paused else slots.following(schedule["cron"], schedule["timezone"],
+                                                    now or dt.datetime.now(dt.UTC))
+    return bool(db.fetch_all("schedules_set_paused", {"schedule_id": schedule_id, "paused": paused,
+                                                      "next_fire_at": resume_at}))
+
+
+def preview(schedule: dict, count: int = 5, after: dt.datetime | None = None) -> list[dt.datetime]:
+    """The next `count` slots after `after` (default now), computed exactly as the loop fires them."""
+    if not 1 <= count <= MAX_PREVIEW:
+        raise InvalidInput(f"next must be between 1 and {MAX_PREVIEW}", field="next")
+    start = after or dt.datetime.now(dt.UTC)
+    return list(itertools.islice(slots.upcoming(schedule["cron"], schedule["timezone"], start), count))
