@@ -18,7 +18,8 @@ from pathlib import Path
 
 import harness
 
-BENCHES = ("lifecycle", "discovery", "dispatch", "outbox", "cleanup", "receipts", "soak", "cost", "fairness")
+BENCHES = ("lifecycle", "discovery", "dispatch", "outbox", "cleanup", "receipts", "soak", "cost", "fairness",
+           "schedules")
 RESULTS = harness.PROJECT_DIR / "bench" / "results"
 
 
