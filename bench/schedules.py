@@ -11,7 +11,7 @@ import time
 import harness
 import lifecycle as lifecycle_bench
 
-LOOPS = 4
+LOOPS = 8
 
 
 def seed(count: int, prefix: str, next_fire_at: dt.datetime) -> None:

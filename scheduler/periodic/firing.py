@@ -109,8 +109,10 @@ def run_once(limit: int = 100, now: dt.datetime | None = None) -> Tick:
         if fired is None:
             break
         counts[fired.outcome] += 1
-        logger.info("schedule %s slot %s: %s%s", fired.schedule_id, fired.slot_at.isoformat(), fired.outcome,
-                    f" run={fired.run_id}" if fired.run_id else f" ({fired.error})" if fired.error else "")
+        # The loop logs one line per tick with these counts; a slot gets a line of its own only when refused.
+        logger.log(logging.WARNING if fired.outcome is FireOutcome.REFUSED else logging.DEBUG,
+                   "schedule %s slot %s: %s%s", fired.schedule_id, fired.slot_at.isoformat(), fired.outcome,
+                   f" run={fired.run_id}" if fired.run_id else f" ({fired.error})" if fired.error else "")
     else:
         return Tick(counts, again=True)
     upcoming = db.fetch_value("schedules_next_due")

@@ -86,7 +86,9 @@ def launch_run(request: LaunchRequest) -> Launched:
     release_id = launch.get("absurdReleaseId")
     keys = admission.admission_keys(release_id, launch.get("environment")) if release_id else []
     digest = request.digest() if request.idempotency_key is not None else None
-    with transaction.atomic():
+    # No savepoint inside a caller's transaction (a schedule's fire): the refusals below are raised after the
+    # block, so only a database fault, which ends the caller's transaction anyway, can leave it.
+    with transaction.atomic(savepoint=False):
         admission.lock_keys(keys)
         row = db.fetch_one("runs_launch", {
             "release_keys": keys, "run_id": f"run_{uuid.uuid4().hex}", "org_id": request.org_id,
