@@ -22,6 +22,7 @@ from scheduler import db
 from scheduler.conf import scheduler_settings
 from scheduler.errors import IdempotencyConflict, NotFound, ReleaseClosed
 from scheduler.runs import admission
+from scheduler.runs.claiming import CLAIM_WALK, Claim, Claims, claim_queued_runs  # noqa: F401 - the lifecycle's claim
 
 
 def _json(value: Any) -> str | None:
@@ -114,58 +115,6 @@ def launch_run(request: LaunchRequest) -> Launched:
     if row["run_id"] is None:  # the key's run was removed between the two reads (retention): say so, write nothing
         raise IdempotencyConflict("idempotencyKey's run was just removed; launch again", field="idempotencyKey")
     return Launched(row["run_id"])
-
-
-# A counted org's claim looks at this many of its next due runs (at least), so runs waiting for a full key do
-# not hide the runs behind them, while a claim never walks a whole backlog.
-CLAIM_WALK = 256
-
-
-@dataclass(frozen=True)
-class Claim:
-    run_id: str
-    attempt: int
-    lease_token: str
-    lease_expires_at: dt.datetime
-    org_id: str | None
-    play_name: str
-    input: Any
-    launch: dict
-
-
-class Claims(list):
-    """The runs one claim took, and whether the queue may hold more for an immediate next claim."""
-
-    more: bool = False
-
-
-def claim_queued_runs(limit: int = 1, lease_seconds: float | None = None) -> Claims:
-    """RUN-2, FSH-1..8: claim up to `limit` queued runs, each as a new attempt with a fresh lease.
-
-    Two statements in one transaction: the first chooses the orgs to serve and locks those whose limits must be
-    counted exactly; the second, whose snapshot follows those locks, decides and claims (scheduler/sql/claim.sql).
-    """
-    default_cap = scheduler_settings.org_max_active
-    with transaction.atomic():
-        orgs = db.fetch_all("runs_claim_lock_orgs", {"limit": limit, "default_max_active": default_cap})
-        if not orgs:
-            return Claims()
-        rows = db.fetch_all("runs_claim_queued", {
-            "limit": limit, "lease_seconds": lease_seconds or scheduler_settings.claim_lease_seconds,
-            "orgs": [org["org_key"] for org in orgs], "counted": [org["counted"] for org in orgs],
-            "default_max_active": default_cap, "walk": max(limit * 8, CLAIM_WALK),
-            "take_turns": orgs[0]["open_orgs"] > 1,
-        })
-    claims = Claims(Claim(r["run_id"], r["attempt"], r["lease_token"], r["lease_expires_at"], r["org_id"],
-                          r["play_name"], r["input_json"], r["launch_json"] or {}) for r in rows)
-    # Go again at once when the batch was full, when more orgs wait than one claim considers, or when an org
-    # gave its whole share of a batch split between orgs (it may hold more).
-    share = -(-limit // len(orgs))
-    taken: dict[str, int] = {}
-    for claim in claims:
-        taken[claim.org_id or ""] = taken.get(claim.org_id or "", 0) + 1
-    claims.more = len(claims) >= limit or orgs[0]["open_orgs"] > len(orgs) or (len(orgs) > 1 and share in taken.values())
-    return claims
 
 
 def park(run_id: str, attempt: int, lease_token: str, sandbox_ref: dict, *, heartbeat_timeout_ms: int,

@@ -6,47 +6,7 @@
 -- paused orgs and orgs at their cap or start rate by this statement's count are left out; the org served least
 -- recently goes first. An org is counted (locked) when it has a cap, a start rate or a keyed run queued: the
 -- others have no limit two claimers could both pass, and are shared through SKIP LOCKED instead.
-WITH RECURSIVE queued_org AS (
-    (SELECT coalesce(run.org_id, '') AS org_key
-     FROM __schema__.runs AS run
-     WHERE run.status = 'queued'
-     ORDER BY coalesce(run.org_id, '')
-     LIMIT 1)
-    UNION ALL
-    SELECT (SELECT coalesce(run.org_id, '')
-            FROM __schema__.runs AS run
-            WHERE run.status = 'queued' AND coalesce(run.org_id, '') > queued_org.org_key
-            ORDER BY coalesce(run.org_id, '')
-            LIMIT 1)
-    FROM queued_org
-    WHERE queued_org.org_key IS NOT NULL
-), org AS MATERIALIZED (
-    SELECT queued_org.org_key, turn.last_claimed_at,
-           coalesce(limits.max_active, %(default_max_active)s::integer) AS cap,
-           limits.max_starts_per_minute AS rate
-    FROM queued_org
-    LEFT JOIN __schema__.org_limits AS limits ON limits.org_id = queued_org.org_key
-    LEFT JOIN __schema__.org_claim_turns AS turn ON turn.org_id = queued_org.org_key
-    WHERE queued_org.org_key IS NOT NULL AND NOT coalesce(limits.paused, false)
-), open_org AS (
-    SELECT org.org_key, org.last_claimed_at,
-           org.cap IS NOT NULL OR org.rate IS NOT NULL
-           OR EXISTS (SELECT 1 FROM __schema__.runs AS keyed
-                      WHERE coalesce(keyed.org_id, '') = org.org_key AND keyed.status = 'queued'
-                        AND keyed.concurrency_key IS NOT NULL) AS counted
-    FROM org
-    -- CASE, not OR: only an org with a cap (a rate) has its active runs (its starts) counted.
-    WHERE CASE WHEN org.cap IS NULL THEN true ELSE org.cap > {{org_active_runs(org.org_key)}} END
-      AND CASE WHEN org.rate IS NULL THEN true ELSE org.rate > {{org_recent_starts(org.org_key)}} END
-      AND EXISTS (SELECT 1 FROM __schema__.runs AS due
-                  WHERE coalesce(due.org_id, '') = org.org_key AND due.status = 'queued'
-                    AND (due.run_after IS NULL OR due.run_after <= statement_timestamp()))
-), chosen AS MATERIALIZED (
-    SELECT open_org.org_key, open_org.counted, count(*) OVER () AS open_orgs
-    FROM open_org
-    ORDER BY open_org.last_claimed_at NULLS FIRST, open_org.org_key
-    LIMIT %(limit)s::integer
-)
+WITH RECURSIVE {{claim_open_orgs()}}
 SELECT ordered.org_key, ordered.counted, ordered.open_orgs,
        CASE WHEN ordered.counted
             THEN pg_advisory_xact_lock(hashtext('__schema__.org_claim'), hashtext(ordered.org_key))::text
@@ -59,10 +19,8 @@ FROM (SELECT chosen.org_key, chosen.counted, chosen.open_orgs FROM chosen ORDER 
 -- An org that was not counted (locked) is walked with SKIP LOCKED, so concurrent claimers of one org take
 -- different runs; a counted org is walked over its next %(walk)s due runs (no other claimer counts it now), so a
 -- run waiting for its key does not hide the runs behind it. Every lookup after the walks is by key.
-WITH chosen AS MATERIALIZED (
-    SELECT chosen.org_key, chosen.counted, chosen.place
-    FROM unnest(%(orgs)s::text[], %(counted)s::boolean[]) WITH ORDINALITY AS chosen (org_key, counted, place)
-), allowance AS MATERIALIZED (
+WITH {{claim_chosen()}}
+, allowance AS MATERIALIZED (
     SELECT chosen.org_key, chosen.counted, chosen.place, limits.max_starts_per_minute AS rate,
            CASE
                WHEN coalesce(limits.paused, false) THEN 0
@@ -79,26 +37,8 @@ WITH chosen AS MATERIALIZED (
            END AS allowed
     FROM chosen
     LEFT JOIN __schema__.org_limits AS limits ON limits.org_id = chosen.org_key
-), share AS MATERIALIZED (
-    SELECT ceil(%(limit)s::numeric / greatest(count(*), 1))::integer AS per_org FROM chosen
-), free_walk AS (
-    SELECT walk.run_id, allowance.org_key, allowance.place, allowance.rate,
-           row_number() OVER (PARTITION BY allowance.org_key
-                              ORDER BY walk.priority DESC, walk.created_at, walk.run_id) AS rank
-    FROM allowance
-    CROSS JOIN share
-    CROSS JOIN LATERAL (
-        SELECT run.run_id, run.priority, run.created_at
-        FROM __schema__.runs AS run
-        WHERE coalesce(run.org_id, '') = allowance.org_key AND run.status = 'queued'
-          AND run.concurrency_key IS NULL
-          AND (run.run_after IS NULL OR run.run_after <= statement_timestamp())
-        ORDER BY coalesce(run.org_id, ''), run.priority DESC, run.created_at, run.run_id
-        LIMIT greatest(least(allowance.allowed, share.per_org), 0)
-        FOR NO KEY UPDATE SKIP LOCKED
-    ) AS walk
-    WHERE NOT allowance.counted AND allowance.allowed > 0
-), counted_walk AS MATERIALIZED (
+), {{claim_free_walk(allowance)}}
+, counted_walk AS MATERIALIZED (
     SELECT walk.run_id, walk.priority, walk.created_at, walk.concurrency_key, walk.concurrency_limit,
            allowance.org_key, allowance.place, allowance.rate, allowance.allowed,
            row_number() OVER (PARTITION BY allowance.org_key, walk.concurrency_key
@@ -134,41 +74,7 @@ WITH chosen AS MATERIALIZED (
           FROM counted_fit WHERE counted_fit.rank <= counted_fit.allowed) AS fit
     ORDER BY fit.rank, fit.place, fit.run_id
     LIMIT %(limit)s::integer
-), candidate AS MATERIALIZED (
-    SELECT run.run_id
-    FROM __schema__.runs AS run
-    WHERE run.run_id = ANY (ARRAY(SELECT picked.run_id FROM picked)) AND run.status = 'queued'
-    FOR NO KEY UPDATE SKIP LOCKED
-), numbered AS MATERIALIZED (
-    SELECT candidate.run_id,
-           coalesce((SELECT max(attempt.attempt) FROM __schema__.attempts AS attempt
-                     WHERE attempt.run_id = candidate.run_id), 0) + 1 AS attempt
-    FROM candidate
-), retired AS (
-    UPDATE __schema__.attempts AS older
-    SET status = 'released', updated_at = now()
-    WHERE older.run_id = ANY (ARRAY(SELECT numbered.run_id FROM numbered))
-      AND older.status IN ('claimed', 'running', 'waiting')
-    RETURNING older.run_id
-), claimed AS (
-    INSERT INTO __schema__.attempts (run_id, attempt, status, lease_token, lease_expires_at, created_at, updated_at)
-    SELECT numbered.run_id, numbered.attempt, 'claimed', replace(gen_random_uuid()::text, '-', ''),
-           now() + make_interval(secs => %(lease_seconds)s::double precision), now(), now()
-    FROM numbered
-    RETURNING run_id, attempt, lease_token, lease_expires_at
-), started AS (
-    UPDATE __schema__.runs AS run
-    SET status = 'running', started_at = coalesce(run.started_at, now()), suspension_json = NULL, updated_at = now()
-    WHERE run.run_id = ANY (ARRAY(SELECT candidate.run_id FROM candidate))
-    RETURNING run.run_id, run.org_id, run.play_name, run.input_json, run.launch_json, run.max_attempts
-), started_fact AS (
-    INSERT INTO __schema__.outbox (event_id, run_id, event_type, payload_json, lane, created_at)
-    SELECT claimed.run_id || ':' || claimed.attempt || ':run.started', claimed.run_id, 'run.started',
-           jsonb_build_object('runId', claimed.run_id, 'attempt', claimed.attempt),
-           'ledger', __schema__.next_fact_time(claimed.run_id, 0)
-    FROM claimed
-    ON CONFLICT (event_id) DO NOTHING
-), counted_start AS (
+), {{claim_picked(%(take_turns)s::boolean)}}, counted_start AS (
     -- FSH-6: a rate-limited org's claims are kept for the minute they count in.
     INSERT INTO __schema__.org_starts (org_id, run_id, attempt, claimed_at)
     SELECT picked.org_key, claimed.run_id, claimed.attempt, statement_timestamp()
@@ -179,18 +85,29 @@ WITH chosen AS MATERIALIZED (
     DELETE FROM __schema__.org_starts AS start
     WHERE start.org_id = ANY (ARRAY(SELECT allowance.org_key FROM allowance WHERE allowance.rate IS NOT NULL))
       AND start.claimed_at <= statement_timestamp() - interval '60 seconds'
-), turned AS (
-    -- FSH-4: every org this claim considered goes to the back of the turn; an org alone in the queue needs none.
-    INSERT INTO __schema__.org_claim_turns (org_id, last_claimed_at)
-    SELECT chosen.org_key, statement_timestamp()
-    FROM chosen
-    WHERE %(take_turns)s::boolean
-    ORDER BY chosen.org_key
-    ON CONFLICT (org_id) DO UPDATE SET last_claimed_at = excluded.last_claimed_at
 )
-SELECT claimed.run_id, claimed.attempt, claimed.lease_token, claimed.lease_expires_at,
-       started.org_id, started.play_name, started.input_json, started.launch_json, started.max_attempts,
-       (SELECT count(*) FROM retired) AS retired_attempts
-FROM claimed
-JOIN started ON started.run_id = claimed.run_id
-ORDER BY claimed.run_id;
+{{claim_answer()}};
+
+-- name: runs_claim_queued_free
+-- The claim's usual form, one statement: choose the orgs in their turn as runs_claim_lock_orgs does and claim from those nobody counts (no cap, start rate or keyed run), SKIP LOCKED, priority then age within an org, one rank at a time across orgs; a last row (run_id null) says whether a counted org was chosen and how many orgs were open (RUN-2, FSH-3, FSH-4, FSH-7, FSH-8).
+-- plan: generic
+-- A counted org chosen here takes nothing: its claim needs runs_claim_lock_orgs's lock before its snapshot.
+WITH RECURSIVE {{claim_open_orgs()}}
+, allowance AS MATERIALIZED (
+    SELECT chosen.org_key, chosen.counted, chosen.place, NULL::integer AS rate,
+           CASE WHEN chosen.counted THEN 0 ELSE %(limit)s::integer END AS allowed
+    FROM chosen
+), {{claim_free_walk(allowance)}}
+, picked AS MATERIALIZED (
+    SELECT free_walk.run_id, free_walk.org_key, free_walk.rate
+    FROM free_walk
+    ORDER BY free_walk.rank, free_walk.place, free_walk.run_id
+    LIMIT %(limit)s::integer
+), {{claim_picked((SELECT coalesce(max(chosen.open_orgs), 0) > 1 FROM chosen))}}
+SELECT answer.*, NULL::boolean AS counted_chosen, NULL::bigint AS open_orgs, NULL::bigint AS chosen_orgs
+FROM ({{claim_answer()}}) AS answer
+UNION ALL
+SELECT NULL::text, NULL::integer, NULL::text, NULL::timestamptz, NULL::text, NULL::text, NULL::jsonb, NULL::jsonb,
+       NULL::integer, NULL::bigint,
+       EXISTS (SELECT 1 FROM chosen WHERE chosen.counted), (SELECT coalesce(max(chosen.open_orgs), 0) FROM chosen),
+       (SELECT count(*) FROM chosen);

@@ -10,7 +10,6 @@ from scheduler.errors import Conflict, InvalidInput
 from scheduler.operations import repairs
 from scheduler.runs import admission
 from scheduler.periodic import definitions, firing
-from tests import factories
 from tests.factories import one, query
 
 pytestmark = pytest.mark.django_db

@@ -1,0 +1,83 @@
+"""The claim (RUN-2, FSH-1..8): queued runs become attempts with fresh leases, in each org's turn and within its
+limits, every rule decided in scheduler/sql/claim.sql.
+
+Orgs nobody counts (no cap, start rate or keyed run: the usual case) are claimed in one statement. When that
+statement chose a counted org and the batch is not full, the counted claim takes the rest: two statements in
+one transaction, the second's snapshot after the first's locks, so no two claimers both take an org's last slot.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from scheduler import db
+from scheduler.conf import scheduler_settings
+
+# A counted org's claim looks at this many of its next due runs (at least), so runs waiting for a full key do
+# not hide the runs behind them, while a claim never walks a whole backlog.
+CLAIM_WALK = 256
+
+
+@dataclass(frozen=True)
+class Claim:
+    run_id: str
+    attempt: int
+    lease_token: str
+    lease_expires_at: dt.datetime
+    org_id: str | None
+    play_name: str
+    input: Any
+    launch: dict
+
+
+class Claims(list):
+    """The runs one claim took, and whether the queue may hold more for an immediate next claim."""
+
+    more: bool = False
+
+
+def _claims(rows: list[dict]) -> list[Claim]:
+    return [Claim(r["run_id"], r["attempt"], r["lease_token"], r["lease_expires_at"], r["org_id"], r["play_name"],
+                  r["input_json"], r["launch_json"] or {}) for r in rows]
+
+
+def _claim_counted(limit: int, lease_seconds: float, default_cap: int | None) -> tuple[list[Claim], list[dict]]:
+    """The claim of counted orgs: the lock statement, then the claim on a snapshot after its locks."""
+    with transaction.atomic():
+        orgs = db.fetch_all("runs_claim_lock_orgs", {"limit": limit, "default_max_active": default_cap})
+        if not orgs:
+            return [], []
+        rows = db.fetch_all("runs_claim_queued", {
+            "limit": limit, "lease_seconds": lease_seconds, "default_max_active": default_cap,
+            "orgs": [org["org_key"] for org in orgs], "counted": [org["counted"] for org in orgs],
+            "walk": max(limit * 8, CLAIM_WALK), "take_turns": orgs[0]["open_orgs"] > 1,
+        })
+    return _claims(rows), orgs
+
+
+def claim_queued_runs(limit: int = 1, lease_seconds: float | None = None) -> Claims:
+    """Claim up to `limit` queued runs, each as a new attempt with a fresh lease (see the module's docstring)."""
+    default_cap = scheduler_settings.org_max_active
+    lease_seconds = lease_seconds or scheduler_settings.claim_lease_seconds
+    rows = db.fetch_all("runs_claim_queued_free", {"limit": limit, "lease_seconds": lease_seconds,
+                                                   "default_max_active": default_cap})
+    meta = rows.pop()  # the last row says what the statement chose, not a claim
+    claims = Claims(_claims(rows))
+    open_orgs, chosen = meta["open_orgs"], meta["chosen_orgs"]
+    if meta["counted_chosen"] and len(claims) < limit:
+        counted, orgs = _claim_counted(limit - len(claims), lease_seconds, default_cap)
+        claims.extend(counted)
+        if orgs:
+            open_orgs, chosen = max(open_orgs, orgs[0]["open_orgs"]), max(chosen, len(orgs))
+    # Go again at once when the batch was full, when more orgs wait than one claim considers, or when an org
+    # gave its whole share of a batch split between orgs (it may hold more).
+    share = -(-limit // max(chosen, 1))
+    taken: dict[str, int] = {}
+    for claim in claims:
+        taken[claim.org_id or ""] = taken.get(claim.org_id or "", 0) + 1
+    claims.more = len(claims) >= limit or open_orgs > chosen or (chosen > 1 and share in taken.values())
+    return claims

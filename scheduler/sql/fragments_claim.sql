@@ -1,0 +1,129 @@
+-- Fragments of the claim (RUN-2, FSH-1..8): what its two forms share word for word.
+
+-- fragment: claim_open_orgs()
+-- FSH-1, FSH-4, FSH-7, FSH-8: the orgs with due queued runs (a skip scan of the org queue index: one probe an org, which passes over the org's runs not yet due), less paused orgs and orgs at their cap or start rate by this statement's count, least recently served first, at most one an org per run the claim may take; whether each must be counted (a cap, a start rate or a keyed run queued) and how many were open. Starts a WITH RECURSIVE.
+queued_org AS (
+    (SELECT coalesce(run.org_id, '') AS org_key
+     FROM __schema__.runs AS run
+     WHERE run.status = 'queued' AND (run.run_after IS NULL OR run.run_after <= statement_timestamp())
+     ORDER BY coalesce(run.org_id, '')
+     LIMIT 1)
+    UNION ALL
+    SELECT (SELECT coalesce(run.org_id, '')
+            FROM __schema__.runs AS run
+            WHERE run.status = 'queued' AND coalesce(run.org_id, '') > queued_org.org_key
+              AND (run.run_after IS NULL OR run.run_after <= statement_timestamp())
+            ORDER BY coalesce(run.org_id, '')
+            LIMIT 1)
+    FROM queued_org
+    WHERE queued_org.org_key IS NOT NULL
+), org AS MATERIALIZED (
+    SELECT queued_org.org_key, turn.last_claimed_at,
+           coalesce(limits.max_active, %(default_max_active)s::integer) AS cap,
+           limits.max_starts_per_minute AS rate
+    FROM queued_org
+    LEFT JOIN __schema__.org_limits AS limits ON limits.org_id = queued_org.org_key
+    LEFT JOIN __schema__.org_claim_turns AS turn ON turn.org_id = queued_org.org_key
+    WHERE queued_org.org_key IS NOT NULL AND NOT coalesce(limits.paused, false)
+), open_org AS (
+    SELECT org.org_key, org.last_claimed_at,
+           org.cap IS NOT NULL OR org.rate IS NOT NULL
+           OR EXISTS (SELECT 1 FROM __schema__.runs AS keyed
+                      WHERE coalesce(keyed.org_id, '') = org.org_key AND keyed.status = 'queued'
+                        AND keyed.concurrency_key IS NOT NULL) AS counted
+    FROM org
+    -- CASE, not OR: only an org with a cap (a rate) has its active runs (its starts) counted.
+    WHERE CASE WHEN org.cap IS NULL THEN true ELSE org.cap > {{org_active_runs(org.org_key)}} END
+      AND CASE WHEN org.rate IS NULL THEN true ELSE org.rate > {{org_recent_starts(org.org_key)}} END
+), chosen AS MATERIALIZED (
+    SELECT open_org.org_key, open_org.counted, count(*) OVER () AS open_orgs,
+           row_number() OVER (ORDER BY open_org.last_claimed_at NULLS FIRST, open_org.org_key) AS place
+    FROM open_org
+    ORDER BY open_org.last_claimed_at NULLS FIRST, open_org.org_key
+    LIMIT %(limit)s::integer
+)
+
+-- fragment: claim_chosen()
+-- RUN-2: the orgs runs_claim_lock_orgs chose, in their turn order, and whether each was counted (locked).
+chosen AS MATERIALIZED (
+    SELECT chosen.org_key, chosen.counted, chosen.place
+    FROM unnest(%(orgs)s::text[], %(counted)s::boolean[]) WITH ORDINALITY AS chosen (org_key, counted, place)
+)
+
+-- fragment: claim_free_walk(allowance)
+-- FSH-4: the walk of each org no claimer counts: its due keyless runs, priority then age, its share of the batch at most, SKIP LOCKED so concurrent claimers of one org take different runs; ranked within the org.
+share AS MATERIALIZED (
+    SELECT ceil(%(limit)s::numeric / greatest(count(*), 1))::integer AS per_org FROM chosen
+), free_walk AS (
+    SELECT walk.run_id, allowance.org_key, allowance.place, allowance.rate,
+           row_number() OVER (PARTITION BY allowance.org_key
+                              ORDER BY walk.priority DESC, walk.created_at, walk.run_id) AS rank
+    FROM {allowance} AS allowance
+    CROSS JOIN share
+    CROSS JOIN LATERAL (
+        SELECT run.run_id, run.priority, run.created_at
+        FROM __schema__.runs AS run
+        WHERE coalesce(run.org_id, '') = allowance.org_key AND run.status = 'queued'
+          AND run.concurrency_key IS NULL
+          AND (run.run_after IS NULL OR run.run_after <= statement_timestamp())
+        ORDER BY coalesce(run.org_id, ''), run.priority DESC, run.created_at, run.run_id
+        LIMIT greatest(least(allowance.allowed, share.per_org), 0)
+        FOR NO KEY UPDATE SKIP LOCKED
+    ) AS walk
+    WHERE NOT allowance.counted AND allowance.allowed > 0
+)
+
+-- fragment: claim_picked(take_turns)
+-- RUN-2: claim what `picked` names: lock each run still queued (SKIP LOCKED), attempt n+1 with a fresh lease, older attempts retired, the run running, run.started written; FSH-4: every org considered goes to the back of the turn (an org alone in the queue needs none).
+candidate AS MATERIALIZED (
+    SELECT run.run_id
+    FROM __schema__.runs AS run
+    WHERE run.run_id = ANY (ARRAY(SELECT picked.run_id FROM picked)) AND run.status = 'queued'
+    FOR NO KEY UPDATE SKIP LOCKED
+), numbered AS MATERIALIZED (
+    SELECT candidate.run_id,
+           coalesce((SELECT max(attempt.attempt) FROM __schema__.attempts AS attempt
+                     WHERE attempt.run_id = candidate.run_id), 0) + 1 AS attempt
+    FROM candidate
+), retired AS (
+    UPDATE __schema__.attempts AS older
+    SET status = 'released', updated_at = now()
+    WHERE older.run_id = ANY (ARRAY(SELECT numbered.run_id FROM numbered))
+      AND older.status IN ('claimed', 'running', 'waiting')
+    RETURNING older.run_id
+), claimed AS (
+    INSERT INTO __schema__.attempts (run_id, attempt, status, lease_token, lease_expires_at, created_at, updated_at)
+    SELECT numbered.run_id, numbered.attempt, 'claimed', replace(gen_random_uuid()::text, '-', ''),
+           now() + make_interval(secs => %(lease_seconds)s::double precision), now(), now()
+    FROM numbered
+    RETURNING run_id, attempt, lease_token, lease_expires_at
+), started AS (
+    UPDATE __schema__.runs AS run
+    SET status = 'running', started_at = coalesce(run.started_at, now()), suspension_json = NULL, updated_at = now()
+    WHERE run.run_id = ANY (ARRAY(SELECT candidate.run_id FROM candidate))
+    RETURNING run.run_id, run.org_id, run.play_name, run.input_json, run.launch_json, run.max_attempts
+), started_fact AS (
+    INSERT INTO __schema__.outbox (event_id, run_id, event_type, payload_json, lane, created_at)
+    SELECT claimed.run_id || ':' || claimed.attempt || ':run.started', claimed.run_id, 'run.started',
+           jsonb_build_object('runId', claimed.run_id, 'attempt', claimed.attempt),
+           'ledger', __schema__.next_fact_time(claimed.run_id, 0)
+    FROM claimed
+    ON CONFLICT (event_id) DO NOTHING
+), turned AS (
+    -- FSH-4: every org this claim considered goes to the back of the turn; an org alone in the queue needs none.
+    INSERT INTO __schema__.org_claim_turns (org_id, last_claimed_at)
+    SELECT chosen.org_key, statement_timestamp()
+    FROM chosen
+    WHERE {take_turns}
+    ORDER BY chosen.org_key
+    ON CONFLICT (org_id) DO UPDATE SET last_claimed_at = excluded.last_claimed_at
+)
+
+-- fragment: claim_answer()
+-- RUN-2: what a claim answers, one row per run it claimed.
+SELECT claimed.run_id, claimed.attempt, claimed.lease_token, claimed.lease_expires_at,
+       started.org_id, started.play_name, started.input_json, started.launch_json, started.max_attempts,
+       (SELECT count(*) FROM retired) AS retired_attempts
+FROM claimed
+JOIN started ON started.run_id = claimed.run_id
+ORDER BY claimed.run_id
