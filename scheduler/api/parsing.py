@@ -15,7 +15,6 @@ from scheduler.kinds import QueuedBecause, ResultStatus, RunStatus, values
 from scheduler.fairshare.limits import LimitsChange
 from scheduler.operations.run_list import MAX_PAGE, RunFilter
 from scheduler.runs import receipts
-from scheduler.runs.launch_body import launch_request  # noqa: F401 - the launch body is read where schedules read it too
 from scheduler.runs.settlement import Settlement
 
 MAX_PROGRESS_EVENTS = 200

@@ -8,6 +8,7 @@ never forces.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -15,8 +16,9 @@ from django.db import transaction
 from scheduler import db
 from scheduler.cleanup import obligations
 from scheduler.errors import NotFound, OpeningRefused, SchedulerError
-from scheduler.kinds import FailureCode, ResultStatus, VerdictKind
+from scheduler.kinds import FailureCode, FireOutcome, ResultStatus, VerdictKind
 from scheduler.outbox import settle
+from scheduler.periodic import definitions, firing, slots
 from scheduler.runs import admission, lifecycle, liveness
 
 
@@ -127,11 +129,6 @@ def redrive_cleanup(provider: str, sandbox_id: str, routing_domain: str | None, 
 
 def repair_schedule_fire(schedule_id: str, slot_at, actor: str, reason: str | None = None) -> Repair:
     """SCD-6: a missed, skipped or refused slot of a schedule fires once, now; a slot that launched is left alone."""
-    import datetime as dt
-
-    from scheduler.kinds import FireOutcome
-    from scheduler.periodic import definitions, firing, slots
-
     def run():
         try:
             schedule = definitions.read(schedule_id)

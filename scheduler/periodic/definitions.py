@@ -60,6 +60,10 @@ def checked(spec: ScheduleSpec) -> ScheduleSpec:
                         validation.boolean(spec.paused, "paused"))
 
 
+def _name_taken(spec: ScheduleSpec) -> Conflict:
+    return Conflict(f"org {spec.org_id} already has a schedule named {spec.name!r}", "schedule_exists", field="name")
+
+
 def create(spec: ScheduleSpec, now: dt.datetime | None = None) -> dict:
     """SCD-1: a new schedule whose first slot is the first after now; a name its org uses is a conflict."""
     spec = checked(spec)
@@ -70,20 +74,18 @@ def create(spec: ScheduleSpec, now: dt.datetime | None = None) -> dict:
         "catch_up": spec.catch_up, "paused": spec.paused, "next_fire_at": first,
     })
     if row is None:
-        raise Conflict(f"org {spec.org_id} already has a schedule named {spec.name!r}", "schedule_exists",
-                       field="name")
+        raise _name_taken(spec)
     return row
 
 
 def update(schedule_id: str, changes: dict, now: dt.datetime | None = None) -> dict:
     """SCD-7: `changes` maps ScheduleSpec field names to new values; checked as a whole before anything is written.
-    A new cron or zone moves the next slot to the first after now."""
+    A new cron or zone, or a resume, moves the next slot to the first after now (as `set_paused` resumes)."""
     current = read(schedule_id)
-    unknown = set(changes) - set(ScheduleSpec.__dataclass_fields__) - {"org_id"}
-    if unknown or "org_id" in changes:
+    if "org_id" in changes:
         raise InvalidInput("orgId cannot change; add a schedule to the other org", field="orgId")
     spec = checked(ScheduleSpec(**{**{name: current[name] for name in ScheduleSpec.__dataclass_fields__}, **changes}))
-    moved = "cron" in changes or "timezone" in changes
+    moved = "cron" in changes or "timezone" in changes or (current["paused"] and not spec.paused)
     try:
         db.fetch_all("schedules_update", {
             "schedule_id": schedule_id, "name": spec.name, "cron": spec.cron, "timezone": spec.timezone,
@@ -92,8 +94,7 @@ def update(schedule_id: str, changes: dict, now: dt.datetime | None = None) -> d
             "next_fire_at": slots.following(spec.cron, spec.timezone, now or dt.datetime.now(dt.UTC)) if moved else None,
         })
     except psycopg.errors.UniqueViolation:
-        raise Conflict(f"org {spec.org_id} already has a schedule named {spec.name!r}", "schedule_exists",
-                       field="name") from None
+        raise _name_taken(spec) from None
     return read(schedule_id)
 
 

@@ -10,9 +10,8 @@ from django.db import connections
 from scheduler import db
 from scheduler.conf import scheduler_settings
 from scheduler.outbox.receivers import ledger_http
-from scheduler.api import parsing
 from scheduler.errors import InvalidInput
-from scheduler.runs import dispatch
+from scheduler.runs import dispatch, launch_body
 from tests import factories
 from tests.factories import loads, one, query
 from tests.outbox.factories import claim_one
@@ -74,7 +73,7 @@ def test_dispatch__a_launch_it_cannot_start__failed_invalid_launch__the_next_cla
     assert one("SELECT status FROM runs WHERE run_id = %s", [bad]) == "failed"  # not retried
     assert one("SELECT count(*) FROM attempts WHERE run_id = %s", [good]) == 1  # the next claim was dispatched
     with pytest.raises(InvalidInput) as refused:  # and the API refuses the same launch, naming the same field
-        parsing.launch_request({"playName": "tests.plays:fail", "launch": launch})
+        launch_body.launch_request({"playName": "tests.plays:fail", "launch": launch})
     assert refused.value.field.startswith(field)
 
 

@@ -5,9 +5,9 @@ import datetime as dt
 
 import pytest
 
-from scheduler.api import parsing, responses
+from scheduler.api import responses
 from scheduler.errors import InvalidInput, NotFound
-from scheduler.runs import lifecycle
+from scheduler.runs import launch_body, lifecycle
 from tests import factories
 from tests.factories import one, query
 
@@ -36,7 +36,7 @@ def test_launch__inserts_queued_run_and_run_created_fact():
 ])
 def test_launch__bad_input__clear_error(body, message):
     with pytest.raises(InvalidInput, match=message):
-        parsing.launch_request(body)
+        launch_body.launch_request(body)
 
 
 def test_claim__creates_attempt_with_lease_moves_run_and_writes_started():

@@ -166,3 +166,12 @@ def test_scd2__an_idle_tick_says_when_the_next_slot_falls_due__so_the_loop_sleep
     idle.wake = Recorded()
     idle._idle_wait(0.25)
     assert waits == [0.25]  # the slot, not the 30 s interval
+
+
+def test_scd7__a_change_that_unpauses__resumes_from_the_next_slot_after_now_as_resume_does():
+    sid = schedule(due=hour(5))
+    definitions.set_paused(sid, True)
+    definitions.update(sid, {"paused": False}, now=hour(9, 30))
+    assert one("SELECT next_fire_at FROM schedules") == hour(10)
+    definitions.update(sid, {"overlap": "skip"}, now=hour(11, 30))  # no cron, zone or pause change: the slot stays
+    assert one("SELECT next_fire_at FROM schedules") == hour(10)

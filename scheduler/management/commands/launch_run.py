@@ -6,10 +6,9 @@ import json
 
 from django.core.management.base import CommandError
 
-from scheduler.api import parsing
 from scheduler.errors import SchedulerError
 from scheduler.management.cli import SchedulerCommand
-from scheduler.runs import lifecycle
+from scheduler.runs import launch_body, lifecycle
 
 
 def _json_argument(text, name):
@@ -53,7 +52,7 @@ class Command(SchedulerCommand):
         if options["input"] is not None:
             body["input"] = _json_argument(options["input"], "--input")
         try:
-            launched = lifecycle.launch_run(parsing.launch_request(body))
+            launched = lifecycle.launch_run(launch_body.launch_request(body))
         except SchedulerError as error:
             raise CommandError(error.message) from None
         self.stdout.write(launched.run_id)
