@@ -7,6 +7,7 @@ Answers are dataclasses; the API turns them into JSON (api/responses.py).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import hashlib
@@ -78,6 +79,7 @@ LATER_FIELDS = {"priority": 0, "concurrency": None, "run_after": None}
 class Launched:
     run_id: str
     deduplicated: bool = False  # FSH-5: a repeat of an earlier launch; run_id is that launch's run
+    created_at: dt.datetime | None = None  # when the launch inserted it (None for a repeat)
 
 
 def launch_run(request: LaunchRequest) -> Launched:
@@ -87,9 +89,11 @@ def launch_run(request: LaunchRequest) -> Launched:
     release_id = launch.get("absurdReleaseId")
     keys = admission.admission_keys(release_id, launch.get("environment")) if release_id else []
     digest = request.digest() if request.idempotency_key is not None else None
-    # No savepoint inside a caller's transaction (a schedule's fire): the refusals below are raised after the
-    # block, so only a database fault, which ends the caller's transaction anyway, can leave it.
-    with transaction.atomic(savepoint=False):
+    # No savepoint inside a caller's transaction (a schedule's fire, a task's enqueue): the refusals below are
+    # raised after the block, so only a database fault, which ends the caller's transaction anyway, can leave it.
+    # Without release keys the one statement is the whole launch: no transaction of its own (two round trips
+    # fewer).
+    with transaction.atomic(savepoint=False) if keys else contextlib.nullcontext():
         admission.lock_keys(keys)
         row = db.fetch_one("runs_launch", {
             "release_keys": keys, "run_id": f"run_{uuid.uuid4().hex}", "org_id": request.org_id,
@@ -114,7 +118,7 @@ def launch_run(request: LaunchRequest) -> Launched:
         raise ReleaseClosed(f'release "{release_id}" is closed to new runs')
     if row["run_id"] is None:  # the key's run was removed between the two reads (retention): say so, write nothing
         raise IdempotencyConflict("idempotencyKey's run was just removed; launch again", field="idempotencyKey")
-    return Launched(row["run_id"])
+    return Launched(row["run_id"], created_at=row["created_at"])
 
 
 def park(run_id: str, attempt: int, lease_token: str, sandbox_ref: dict, *, heartbeat_timeout_ms: int,

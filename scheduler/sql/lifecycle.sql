@@ -21,7 +21,7 @@ WITH admission AS MATERIALIZED (
     WHERE NOT EXISTS (SELECT 1 FROM admission WHERE NOT admission.accepting)
     -- FSH-5: a concurrent duplicate waits for the first insert to commit, then inserts nothing.
     ON CONFLICT (org_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-    RETURNING run_id, org_id, play_name
+    RETURNING run_id, org_id, play_name, created_at
 ), created_fact AS (
     INSERT INTO __schema__.outbox (event_id, run_id, event_type, payload_json, lane, created_at)
     SELECT inserted.run_id || ':run.created', inserted.run_id, 'run.created',
@@ -31,6 +31,7 @@ WITH admission AS MATERIALIZED (
     RETURNING event_id
 )
 SELECT (SELECT run_id FROM inserted) AS run_id,
+       (SELECT created_at FROM inserted) AS created_at,
        EXISTS (SELECT 1 FROM admission WHERE NOT admission.accepting) AS release_closed,
        (SELECT count(*) FROM created_fact) AS facts_written;
 
