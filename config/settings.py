@@ -8,6 +8,7 @@ lower-case identifier, because it is spliced into SQL text and search_path.
 
 import contextlib
 import os
+import secrets
 import warnings
 from pathlib import Path
 
@@ -23,13 +24,17 @@ env = environ.Env()
 DEBUG = env.bool("DEBUG", default=False)
 # Unset, SECRET_KEY is a random key kept in .embedded/secret_key (0600), never a public constant:
 # it signs runner tokens, so a known key would let anyone holding a lease token mint one.
-SECRET_KEY = env.str("SECRET_KEY", default="") or local_secret_key(BASE_DIR / ".embedded" / "secret_key")
+# TSK-5: a task's sandbox reads these settings only to import its task: it has no database and no stored key
+# (the runner sets SCHEDULER_TASK_SANDBOX=1 there).
+IN_TASK_SANDBOX = os.environ.get("SCHEDULER_TASK_SANDBOX") == "1"
+SECRET_KEY = env.str("SECRET_KEY", default="") or (
+    secrets.token_urlsafe(48) if IN_TASK_SANDBOX else local_secret_key(BASE_DIR / ".embedded" / "secret_key"))
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
 
 # Every SCHEDULER_* setting, parsed and validated with its default in scheduler/conf.py.
 SCHEDULER = SchedulerSettings.environment(os.environ)
 globals().update(SCHEDULER)
-if not DEBUG and not env.str("SECRET_KEY", default="") and SCHEDULER["SCHEDULER_REQUIRE_SECRET_KEY"]:
+if not (DEBUG or IN_TASK_SANDBOX) and not env.str("SECRET_KEY", default="") and SCHEDULER["SCHEDULER_REQUIRE_SECRET_KEY"]:
     raise ImproperlyConfigured("SECRET_KEY must be set when SCHEDULER_REQUIRE_SECRET_KEY is true")
 
 def postgres_from(variable: str) -> dict:
@@ -49,6 +54,10 @@ def postgres_from(variable: str) -> dict:
 
 if env.str("DATABASE_URL", default=""):
     DATABASES = {"default": postgres_from("DATABASE_URL")}
+    SCHEDULER_EMBEDDED_DATABASE = False
+elif IN_TASK_SANDBOX:
+    # A task that reaches for the database in its sandbox is told so by Django, instead of starting a server there.
+    DATABASES = {"default": {"ENGINE": "django.db.backends.dummy"}}
     SCHEDULER_EMBEDDED_DATABASE = False
 else:
     from config.embedded_pg import database_url
@@ -159,6 +168,10 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = not _COLLECTED
 # The internal API caps bodies itself (413); this is Django's own guard.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+
+# Django's task framework (django.tasks) on this scheduler (TSK-1): `@task` functions run as runs in sandboxes.
+# OPTIONS hold the launch defaults, per queue under "queues" (see the README, "Use it as Django's task backend").
+TASKS = {"default": {"BACKEND": "scheduler.tasks.SchedulerBackend", "QUEUES": [], "OPTIONS": {}}}
 
 LOGGING = {
     "version": 1,

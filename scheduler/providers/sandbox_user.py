@@ -9,6 +9,7 @@ use. Local sandboxes remain a development tool (see registry.local_start_refusal
 
 from __future__ import annotations
 
+import logging
 import os
 import pwd
 import shutil
@@ -18,6 +19,8 @@ import sys
 from pathlib import Path
 
 from scheduler.providers.base import ProviderError
+
+logger = logging.getLogger("scheduler.providers")
 
 
 def account(name: str | None) -> tuple[int, int] | None:
@@ -52,7 +55,21 @@ def _usable_by_others(executable: Path) -> bool:
 
 
 def python_for(sandbox_account: tuple[int, int] | None) -> str:
-    """An interpreter the sandbox's user can run: this one when it can, else the system's python3."""
+    """An interpreter the sandbox's user can run: the project's own, whose packages a task needs (TSK-5).
+
+    When the sandbox user cannot reach it (a Python under root's 0700 home), the directories above it get search
+    permission for others, as the sandbox root's do: nothing becomes listable or readable that was not. Where that
+    cannot be done, the system's python3, which runs plays but not tasks (they need Django), said in one line.
+    """
     if sandbox_account is None or _usable_by_others(Path(sys.executable)):
         return sys.executable
-    return shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or "python3"
+    try:
+        make_traversable(Path(sys.executable).parent)
+        make_traversable(Path(sys.executable).resolve().parent)
+    except OSError as error:
+        logger.warning("local sandboxes: the sandbox user cannot run %s (%s); plays use the system's python3, "
+                       "and tasks will fail to import Django", sys.executable, error.strerror)
+        return shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or "python3"
+    logger.info("local sandboxes: gave other users search permission on the directories above %s so the sandbox "
+                "user can run the project's interpreter", sys.executable)
+    return sys.executable

@@ -30,7 +30,8 @@ def _url(value: Any, name: str) -> str:
 
 
 def play_spec(play: Any, name: str = "launch.play") -> dict:
-    """{"callable": "module:function"} or {"command": ["program", "arg", ...]}: what the runner can start."""
+    """{"callable": "module:function"}, {"command": ["program", "arg", ...]} or a django.tasks task (TSK-1): what
+    the runner can start."""
     play = validation.json_object(play, name)
     if set(play) == {"callable"}:
         if not isinstance(play["callable"], str) or not PLAY_CALLABLE.fullmatch(play["callable"]):
@@ -43,7 +44,34 @@ def play_spec(play: Any, name: str = "launch.play") -> dict:
             raise InvalidInput(f"{name}.command must be a list of 1 to {MAX_COMMAND_PARTS} non-empty strings",
                                field=f"{name}.command")
         return play
-    raise InvalidInput(f'{name} must be {{"callable": "module:function"}} or {{"command": [...]}}', field=name)
+    if "task" in play:
+        return _task_spec(play, name)
+    raise InvalidInput(f'{name} must be {{"callable": "module:function"}}, {{"command": [...]}} or {{"task": ...}}',
+                       field=name)
+
+
+TASK_KEYS = {"task", "settingsModule", "takesContext", "queueName", "backend"}
+SETTINGS_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def _task_spec(play: dict, name: str) -> dict:
+    """TSK-1, TSK-5: {"task": "module:function", "settingsModule": "pkg.settings", "takesContext": bool, and the
+    queue and backend alias it was enqueued on (get_result rebuilds the Task from them)}."""
+    unknown = sorted(set(play) - TASK_KEYS)
+    if unknown:
+        raise InvalidInput(f"{name}.{unknown[0]} is not a task play field", field=f"{name}.{unknown[0]}")
+    if not isinstance(play["task"], str) or not PLAY_CALLABLE.fullmatch(play["task"]):
+        raise InvalidInput(f"{name}.task must read module:function", field=f"{name}.task")
+    settings_module = play.get("settingsModule")
+    if settings_module is not None and (not isinstance(settings_module, str)
+                                        or not SETTINGS_MODULE.fullmatch(settings_module)):
+        raise InvalidInput(f"{name}.settingsModule must be a dotted module path", field=f"{name}.settingsModule")
+    if "takesContext" in play:
+        validation.boolean(play["takesContext"], f"{name}.takesContext")
+    for key in ("queueName", "backend"):
+        if key in play:
+            validation.text(play[key], f"{name}.{key}", max_length=200)
+    return play
 
 
 def check_placement(launch: dict) -> None:

@@ -8,3 +8,11 @@ scheduler's receipt namespace before any request (RCP-2).
 PLAY_START_FAILED = "play_start_failed"  # the play could not be loaded or started
 UNSTORABLE_OUTPUT = "unstorable_output"  # the play's output holds what PostgreSQL cannot store
 RESERVED_KEY_PREFIX = "sys:"  # RCP-2: the scheduler's own receipt namespace
+# TSK-5: set inside a task's sandbox before Django's settings are read, so settings can skip what needs the
+# scheduler's database or secrets (a sandbox has neither).
+TASK_SANDBOX_VARIABLE = "SCHEDULER_TASK_SANDBOX"
+
+
+def worker_id(run_id: str, attempt: int) -> str:
+    """TSK-3: the id of the worker that ran one attempt of a task, the same inside the sandbox and in get_result."""
+    return f"{run_id}/{attempt}"

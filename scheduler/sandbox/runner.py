@@ -13,7 +13,8 @@ never left to be judged lost and run again.
 
 Environment: SCHEDULER_API_URL, SCHEDULER_RUNNER_TOKEN, SCHEDULER_RUN_ID,
 SCHEDULER_ATTEMPT, SCHEDULER_LEASE_TOKEN, SCHEDULER_PLAY (JSON: {"callable":
-"pkg.mod:fn"} or {"command": [...]}), SCHEDULER_PLAY_INPUT (JSON),
+"pkg.mod:fn"}, {"task": "pkg.mod:fn", "settingsModule": ...} (task_call.py) or {"command": [...]}),
+SCHEDULER_PLAY_INPUT (JSON),
 SCHEDULER_HEARTBEAT_TIMEOUT_MS.
 """
 
@@ -100,11 +101,12 @@ def _identity(config: RunnerConfig) -> dict:
 def start_play(config: RunnerConfig, output_path: str) -> subprocess.Popen:
     if "command" in config.play:
         return subprocess.Popen(config.play["command"], stdin=subprocess.DEVNULL)
-    callable_path = config.play.get("callable")
+    mode = "--task" if "task" in config.play else "--call"
+    callable_path = config.play.get("task" if mode == "--task" else "callable")
     if not callable_path or ":" not in callable_path:
-        raise ValueError("SCHEDULER_PLAY needs {\"callable\": \"module:function\"} or {\"command\": [...]}")
+        raise ValueError("SCHEDULER_PLAY needs {\"callable\": \"module:function\"}, {\"task\": ...} or {\"command\": [...]}")
     return subprocess.Popen(
-        [sys.executable, "-m", "scheduler.sandbox.runner", "--call", callable_path, output_path],
+        [sys.executable, "-m", "scheduler.sandbox.runner", mode, callable_path, output_path],
         stdin=subprocess.DEVNULL, env={**os.environ, "SCHEDULER_PLAY_INPUT": json.dumps(config.play_input)},
     )
 
@@ -253,6 +255,10 @@ def _result(returncode: int, output_path: str) -> dict:
 def main(argv: list[str]) -> int:
     if len(argv) == 4 and argv[1] == "--call":
         return call_play(argv[2], argv[3])
+    if len(argv) == 4 and argv[1] == "--task":
+        from scheduler.sandbox.task_call import call_task  # Django is imported for tasks only
+
+        return call_task(argv[2], argv[3])
     return run(RunnerConfig())
 
 
