@@ -97,3 +97,11 @@ class OrgFilter(_JsonKeyFilter):
     title = "org"
     parameter_name = "org"
     lookup = "org_id"
+
+
+class TaskQueueFilter(_JsonKeyFilter):
+    """TSK: the runs that are django.tasks tasks, by the queue they were enqueued on."""
+
+    title = "task queue"
+    parameter_name = "task_queue"
+    lookup = "launch_json__play__queueName"

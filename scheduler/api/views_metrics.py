@@ -44,6 +44,15 @@ def schedule_gauges():
     yield fires
 
 
+def task_gauges():
+    """TSK-3: unfinished tasks by queue and by the status get_result answers."""
+    tasks = GaugeMetricFamily("scheduler_tasks_unfinished", "Tasks (django.tasks) not yet finished, by queue and "
+                              "status (READY: queued; RUNNING: claimed to verdict).", labels=["queue", "status"])
+    for row in db.fetch_all("tasks_metrics"):
+        tasks.add_metric([row["queue"], row["status"]], float(row["tasks"]))
+    yield tasks
+
+
 class DatabaseGauges:
     """Read at each scrape from one statement, so every web process reports the same figures."""
 
@@ -60,6 +69,7 @@ class DatabaseGauges:
         yield active
         yield queued
         yield from schedule_gauges()
+        yield from task_gauges()
 
 
 @api_view("GET")

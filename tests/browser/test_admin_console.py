@@ -158,3 +158,27 @@ def test_a_paused_org_on_the_dashboard__its_page_resumes_it__audited(browser, li
     browser.find_element(By.CSS_SELECTOR, "ul.messagelist")
     assert one("SELECT max_active, paused FROM org_limits WHERE org_id = 'org-flood'") == (5, False)
     assert one("SELECT actor FROM operator_actions ORDER BY id DESC LIMIT 1") == "admin:ops"
+
+
+def test_a_failed_task_found_by_its_queue__its_page_names_the_exception(browser, live_server, settings):
+    """TSK-3 in the admin: the runs list's "task queue" filter finds a task; its page shows the task's error."""
+    from tests.taskbackend import tasks
+    from tests.taskbackend.support import TEST_TASKS
+
+    settings.TASKS = {"default": {**TEST_TASKS["default"], "QUEUES": ["default", "mail"]}}
+    User.objects.create_superuser("ops", "ops@example.com", "pw")
+    failed = tasks.noop_task.using(queue_name="mail").enqueue()
+    tasks.noop_task.enqueue()
+    claim = factories.claim(failed.id)
+    from scheduler.runs import settlement
+
+    settlement.settle_attempt(failed.id, claim.attempt, claim.lease_token, {
+        "status": "failed", "error": {"code": "play_failed", "message": "ValueError: no such mailbox",
+                                      "exceptionClassPath": "builtins.ValueError", "traceback": "ValueError: no such mailbox\n"}})
+    _log_in(browser, live_server, "ops")
+    browser.get(f"{live_server.url}/admin/scheduler/run/")
+    browser.find_element(By.PARTIAL_LINK_TEXT, "mail").click()
+    rows = browser.find_element(By.ID, "result_list").text
+    assert failed.id in rows and rows.count("tests.taskbackend.tasks:noop_task") == 1
+    browser.find_element(By.LINK_TEXT, failed.id).click()
+    assert "no such mailbox" in browser.page_source

@@ -1,0 +1,90 @@
+"""Tasks the task-backend tests enqueue. The first group mirrors the task module of Django's own tests
+(django/django, tests/tasks/tasks.py), so the conformance cases exercise the same functions; the rest are this
+project's own (retries, priority, files the tests read)."""
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+from django.tasks import TaskContext, task
+
+
+@task()
+def noop_task(*args, **kwargs):
+    return None
+
+
+@task
+def noop_task_from_bare_decorator(*args, **kwargs):
+    return None
+
+
+@task()
+async def noop_task_async(*args, **kwargs):
+    return None
+
+
+@task()
+def calculate_meaning_of_life():
+    return 42
+
+
+@task()
+def failing_task_value_error():
+    raise ValueError("This Task failed due to ValueError")
+
+
+@task()
+def failing_task_system_exit():
+    raise SystemExit("This Task failed due to SystemExit")
+
+
+@task()
+def complex_exception():
+    raise ValueError(ValueError("This task failed"))
+
+
+@task()
+def complex_return_value():
+    return {"when": time}  # a module: what Django's own backends refuse to keep as a return value
+
+
+@task(takes_context=True)
+def get_task_id(context):
+    return context.task_result.id
+
+
+@task(takes_context=True)
+def check_context(context, attempt):
+    assert isinstance(context, TaskContext)
+    assert context.attempt == attempt
+
+
+# This project's own.
+
+@task()
+def echo(*args, **kwargs):
+    return {"args": list(args), "kwargs": kwargs}
+
+
+@task()
+async def add_later(a, b):
+    await asyncio.sleep(0)
+    return a + b
+
+
+@task(takes_context=True)
+def attempt_and_pid(context, hold_file):
+    """Says which attempt runs it; attempt 1 writes its pid to `hold_file` and waits there to be killed."""
+    if context.attempt == 1:
+        Path(hold_file).write_text(str(os.getpgid(0)))
+        time.sleep(600)
+    return {"attempt": context.attempt, "workers": context.task_result.worker_ids}
+
+
+@task()
+def record_order(log_file, name):
+    with open(log_file, "a") as log:
+        log.write(f"{name}\n")
+    return name
