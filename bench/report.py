@@ -19,7 +19,7 @@ from pathlib import Path
 import harness
 
 BENCHES = ("lifecycle", "discovery", "dispatch", "outbox", "cleanup", "receipts", "soak", "cost", "fairness",
-           "schedules")
+           "schedules", "tasks")
 RESULTS = harness.PROJECT_DIR / "bench" / "results"
 
 
