@@ -183,6 +183,9 @@ class SchedulerSettings:
     dispatch_starts = Setting(32, _integer(1, 256))
     # FSH-1: the cap of an org whose org_limits row names none (unset: unlimited).
     org_max_active = Setting[int | None](None, _optional_integer(0))
+    # RET-1, RET-2: days a finished run (with every row of its own) and a billing item are kept before pruning.
+    retention_days = Setting(30, _integer(0))
+    billing_retention_days = Setting(400, _integer(0))
     cleanup_lease_seconds = Setting(120, _integer(1))
     billing_lease_seconds = Setting(300, _integer(1))
     settle_batch_size = Setting(32, _integer(1, 500))

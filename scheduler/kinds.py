@@ -42,6 +42,14 @@ class QueuedBecause(enum.StrEnum):
     NOT_BEFORE = "not_before"
 
 
+class HeldReason(enum.StrEnum):
+    """RET-1: why a finished run past retention is kept (sql/fragments_retention.sql spells each)."""
+
+    UNDELIVERED_FACTS = "undelivered_facts"
+    CLEANUP_PENDING = "cleanup_pending"
+    BILLING_UNFINALIZED = "billing_unfinalized"
+
+
 class ScheduleOverlap(enum.StrEnum):
     """SCD-5: what a slot does while the schedule's previous run is not terminal."""
 

@@ -14,6 +14,8 @@ from django.urls import reverse
 from scheduler import db
 from scheduler.conf import scheduler_settings
 from scheduler.fairshare import limits
+from scheduler.history import pruning
+from scheduler.kinds import HeldReason
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,21 @@ def figures() -> dict[str, list[Figure]]:
                    backlog["cleanup_blocked"] > 0),
             Figure("billing pending", backlog["billing_pending"], _list("billingjob", "status__exact=pending")),
         ],
+        f"Held past retention ({scheduler_settings.retention_days} days)": _held_figures(),
     }
+
+
+HELD_LABELS = {
+    HeldReason.UNDELIVERED_FACTS: "finished runs with facts not delivered",
+    HeldReason.CLEANUP_PENDING: "finished runs with a sandbox not confirmed deleted",
+    HeldReason.BILLING_UNFINALIZED: "finished runs with billing not finalized",
+}
+
+
+def _held_figures() -> list[Figure]:
+    """RET-1: why the database still holds runs pruning would otherwise remove; each links to those runs."""
+    return [Figure(HELD_LABELS[reason], count, _list("run", f"held={reason.value}"), count > 0)
+            for reason, count in pruning.held().items()]
 
 
 def install(site: admin.AdminSite) -> None:

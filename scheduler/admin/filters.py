@@ -105,3 +105,23 @@ class TaskQueueFilter(_JsonKeyFilter):
     title = "task queue"
     parameter_name = "task_queue"
     lookup = "launch_json__play__queueName"
+
+
+class HeldFilter(admin.SimpleListFilter):
+    """RET-1: finished runs past retention that one obligation keeps (the oldest 1,000; the dashboard links here)."""
+
+    title = "held past retention"
+    parameter_name = "held"
+
+    def lookups(self, request, model_admin):
+        from scheduler.kinds import HeldReason
+
+        return [(reason.value, reason.value.replace("_", " ")) for reason in HeldReason]
+
+    def queryset(self, request, queryset):
+        from scheduler.history import pruning
+        from scheduler.kinds import HeldReason
+
+        if self.value() not in {reason.value for reason in HeldReason}:
+            return queryset
+        return queryset.filter(run_id__in=pruning.held_run_ids(HeldReason(self.value())))

@@ -47,7 +47,8 @@ class RunAdmin(columns.RunColumns, ReadOnlyAdmin):
     list_display = ("run_id", "status", "play_name", "org_id", "release_id", "attempt_of_max", "error", "heartbeat_age",
                     "created", "finished")
     list_filter = ("status", filters.StuckFilter, filters.ErrorCodeFilter, filters.OrgFilter, filters.ReleaseFilter,
-                   filters.ProviderFilter, filters.TaskQueueFilter, "play_name")
+                   filters.ProviderFilter, filters.TaskQueueFilter, filters.HeldFilter,
+                   "play_name")
     date_hierarchy = "created_at"
     ordering = ("-created_at",)
     search_fields = ("run_id", "org_id", "play_name")

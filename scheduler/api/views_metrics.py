@@ -44,6 +44,17 @@ def schedule_gauges():
     yield fires
 
 
+def retention_gauges():
+    """RET-1: finished runs past retention that pruning keeps, by the obligation that keeps them."""
+    from scheduler.history import pruning
+
+    held = GaugeMetricFamily("scheduler_runs_held_past_retention", "Finished runs past retention kept because an "
+                             "obligation is open (a run may count under more than one reason).", labels=["reason"])
+    for reason, count in pruning.held().items():
+        held.add_metric([reason.value], float(count))
+    yield held
+
+
 def task_gauges():
     """TSK-3: unfinished tasks by queue and by the status get_result answers."""
     tasks = GaugeMetricFamily("scheduler_tasks_unfinished", "Tasks (django.tasks) not yet finished, by queue and "
@@ -70,6 +81,7 @@ class DatabaseGauges:
         yield queued
         yield from schedule_gauges()
         yield from task_gauges()
+        yield from retention_gauges()
 
 
 @api_view("GET")

@@ -10,7 +10,7 @@ from django.db import models
 from django.db.models.functions import Now
 
 from scheduler.kinds import CleanupStatus, Provider, values
-from scheduler.models.invariants import refuse
+from scheduler.models.invariants import PRUNING_MAY_DELETE, refuse
 
 CLEANUP_STATUSES = values(CleanupStatus)
 PROVIDERS = values(Provider)
@@ -30,7 +30,8 @@ def _tombstone_triggers(table: str) -> list:
             operation=pgtrigger.Delete,
             when=pgtrigger.Before,
             condition=pgtrigger.Q(old__status="deleted"),
-            func=refuse(f"'{table} row for sandbox % is a deletion record and cannot be removed', OLD.sandbox_id"),
+            func=PRUNING_MAY_DELETE + refuse(f"'{table} row for sandbox % is a deletion record and cannot be removed', "
+                                             "OLD.sandbox_id"),
         ),
     ]
 
@@ -112,6 +113,7 @@ class CleanupEvent(models.Model):
                 name="cleanup_events_append_only",
                 operation=pgtrigger.Update | pgtrigger.Delete,
                 when=pgtrigger.Before,
-                func=refuse("'sandbox_cleanup_events_v2 is append-only: % of event % refused', TG_OP, OLD.event_id"),
+                func=PRUNING_MAY_DELETE + refuse("'sandbox_cleanup_events_v2 is append-only: % of event % refused', "
+                                                 "TG_OP, OLD.event_id"),
             ),
         ]

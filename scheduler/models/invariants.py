@@ -18,3 +18,8 @@ def call(function: str, argument: str) -> str:
     """PL/pgSQL body that calls a scheduler function, qualified by the configured schema (no search_path, a
     pooler's or a role's, can misdirect it)."""
     return f'PERFORM "{scheduler_settings.schema}".{function}({argument});'
+
+
+# RET-1, RET-4: the one sanctioned removal of tombstones and cleanup events is the retention prune, whose
+# transaction says so (SET LOCAL scheduler.pruning = on) before its one statement; any other delete is refused.
+PRUNING_MAY_DELETE = "IF TG_OP = 'DELETE' AND current_setting('scheduler.pruning', true) = 'on' THEN RETURN OLD; END IF; "

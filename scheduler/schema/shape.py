@@ -46,6 +46,12 @@ REQUIRED_INDEXES = (
     "runtime_scheduler_runs_org_queue_idx",
     "runtime_scheduler_runs_org_active_idx",
     "runtime_scheduler_runs_org_keyed_idx",
+    "runtime_scheduler_runs_finished_idx",
+    "runtime_scheduler_cleanup_v2_run_idx",
+    "runtime_scheduler_cleanup_events_run_idx",
+    "runtime_scheduler_cleanup_legacy_run_idx",
+    "runtime_scheduler_schedule_fires_run_idx",
+    "runtime_scheduler_billing_items_created_idx",
 )
 LEGACY_CLEANUP_PENDING_INDEX = "runtime_scheduler_sandbox_cleanup_legacy_pending_idx"
 REQUIRED_FUNCTIONS = (

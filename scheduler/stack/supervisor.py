@@ -131,6 +131,7 @@ def default_children(bind: str) -> list[Child]:
         Child("cleanup", manage("run_sandbox_cleanup", "--interval", "1")),
         Child("billing", manage("finalize_billing", "--interval", "2")),
         Child("schedules", manage("run_schedules")),
+        Child("prune", manage("prune_history")),
     ]
 
 
