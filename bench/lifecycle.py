@@ -184,10 +184,10 @@ def free_port() -> int:
 WARM_UP_REQUESTS = 3
 
 
-def bench_http_terminal(bench_url: str, count: int, clients: int = 16) -> tuple[float, float, float]:
+def bench_http_terminal(bench_url: str, count: int, clients: int = 16, prefix: str = "http") -> tuple[float, float, float]:
     from scheduler.runs.tokens import mint_runner_token
 
-    parked = seed_parked(count, f"http-{clients}-")
+    parked = seed_parked(count, f"{prefix}-{clients}-")
     harness.quiesce(bench_url)
     port = free_port()
     env = dict(os.environ, DATABASE_URL=bench_url, SCHEDULER_WEB_WORKERS="2", SCHEDULER_WEB_THREADS="8",

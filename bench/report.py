@@ -19,7 +19,7 @@ from pathlib import Path
 import harness
 
 BENCHES = ("lifecycle", "discovery", "dispatch", "outbox", "cleanup", "receipts", "soak", "cost", "fairness",
-           "schedules", "tasks")
+           "schedules", "tasks", "retention")
 RESULTS = harness.PROJECT_DIR / "bench" / "results"
 
 
