@@ -155,20 +155,20 @@ def reference_size() -> int:
 
 def full_sizes(url: str) -> int:
     """After VACUUM FULL: the bytes the live rows take (plain VACUUM leaves freed pages in place, for reuse)."""
-    import psycopg
-
-    with psycopg.connect(harness.conninfo(url), autocommit=True) as conn:
-        conn.execute(f"SET search_path = {schema()}, public")
-        conn.execute("VACUUM FULL " + ", ".join(RUN_TABLES))
-        return sum(conn.execute(f"SELECT pg_total_relation_size('{table}')").fetchone()[0] for table in RUN_TABLES)
+    return table_sizes(url, "VACUUM FULL")
 
 
 def plain_sizes(url: str) -> int:
+    return table_sizes(url, "VACUUM")
+
+
+def table_sizes(url: str, vacuum: str) -> int:
+    """The run tables' bytes, indexes and TOAST included, after `vacuum` of them."""
     import psycopg
 
     with psycopg.connect(harness.conninfo(url), autocommit=True) as conn:
         conn.execute(f"SET search_path = {schema()}, public")
-        conn.execute("VACUUM " + ", ".join(RUN_TABLES))
+        conn.execute(f"{vacuum} " + ", ".join(RUN_TABLES))
         return sum(conn.execute(f"SELECT pg_total_relation_size('{table}')").fetchone()[0] for table in RUN_TABLES)
 
 

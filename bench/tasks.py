@@ -56,12 +56,6 @@ def launch_statement_limit(url: str, seconds: int) -> float:
     return harness.pgbench_run(url, script, THREADS, seconds)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _start_stack(bench_url: str, port: int) -> list[subprocess.Popen]:
     env = dict(os.environ, DATABASE_URL=bench_url, LOG_LEVEL="WARNING", SCHEDULER_PUBLIC_API_URL=f"http://127.0.0.1:{port}",
                SCHEDULER_SANDBOX_DIR=str(harness.PROJECT_DIR / ".embedded" / "bench-sandboxes"))
@@ -85,7 +79,7 @@ def enqueue_to_finished(bench_url: str, count: int) -> list[float]:
     """Seconds from enqueue to a finished result, one task at a time, polled as a caller would (every 20 ms)."""
     from scheduler.stack.demo_tasks import greet
 
-    processes = _start_stack(bench_url, _free_port())
+    processes = _start_stack(bench_url, lifecycle_bench.free_port())
     try:
         samples = []
         for number in range(count + 2):

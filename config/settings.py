@@ -98,6 +98,13 @@ if env.str("DIRECT_DATABASE_URL", default=""):
 elif SCHEDULER["SCHEDULER_TRANSACTION_POOLING"]:
     raise ImproperlyConfigured("SCHEDULER_TRANSACTION_POOLING=true needs DIRECT_DATABASE_URL: LISTEN and the "
                                "deploy lock need a session of their own, past the pooler")
+# RET-5: the reads that may lag (admin lists and dashboard, /metrics, GET /internal/runs) on a streaming replica.
+if env.str("REPLICA_DATABASE_URL", default="") and not IN_TASK_SANDBOX:
+    DATABASES["replica"] = postgres_from("REPLICA_DATABASE_URL")  # scheduler.replica.REPLICA_ALIAS
+    DATABASES["replica"]["OPTIONS"] = {**DATABASES["default"]["OPTIONS"], "options": SESSION_OPTIONS,
+                                       "connect_timeout": 3, **DATABASES["replica"].get("OPTIONS", {})}
+    DATABASES["replica"].update(CONN_MAX_AGE=60, CONN_HEALTH_CHECKS=True, TEST={"MIRROR": "default"})
+DATABASE_ROUTERS = ["scheduler.replica.ReplicaRouter"]
 if env.str("TEST_DATABASE_NAME", default=""):
     DATABASES["default"]["TEST"]["NAME"] = env.str("TEST_DATABASE_NAME")
 

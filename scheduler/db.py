@@ -22,7 +22,7 @@ from typing import Any
 import psycopg
 from django.db import connections, transaction
 
-from scheduler import sql
+from scheduler import replica, sql
 from scheduler.conf import scheduler_settings
 
 
@@ -116,7 +116,7 @@ def run(
     name: str,
     params: dict[str, Any] | None = None,
     *,
-    using: str = "default",
+    using: str | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
     """Execute block `name`; return (rows as dicts, rowcount).
 
@@ -128,6 +128,7 @@ def run(
     """
     text, names = _compiled(name, scheduler_settings.schema)
     arguments = _arguments(name, names, params or {})
+    using = using or replica.read_alias()  # the primary, unless inside replica_reads() with a replica that answers
     connection = connections[using]
     # What Django's own cursors do first: once per request or loop tick, drop a
     # connection the server has closed (CONN_HEALTH_CHECKS), then (re)connect.

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from django.contrib import admin
 from django.urls import reverse
 
-from scheduler import db
+from scheduler import db, replica
 from scheduler.conf import scheduler_settings
 from scheduler.fairshare import limits
 from scheduler.history import pruning
@@ -87,6 +87,17 @@ def figures() -> dict[str, list[Figure]]:
     }
 
 
+def _reads() -> dict[str, list[Figure]]:
+    """RET-5: where the dashboard and the lists read from, and how far behind that is."""
+    if not replica.configured():
+        return {}
+    link = reverse("admin:index")
+    if replica.read_alias() != replica.REPLICA_ALIAS:
+        return {"Reads": [Figure("replica unreachable: reading the primary", "-", link, True)]}
+    lag = db.fetch_value("replica_lag")
+    return {"Reads": [Figure("replica lag (seconds)", "-" if lag is None else round(lag, 1), link, (lag or 0) > 30)]}
+
+
 HELD_LABELS = {
     HeldReason.UNDELIVERED_FACTS: "finished runs with facts not delivered",
     HeldReason.CLEANUP_PENDING: "finished runs with a sandbox not confirmed deleted",
@@ -105,7 +116,8 @@ def install(site: admin.AdminSite) -> None:
     plain_index = site.index
 
     def index(request, extra_context=None):
-        return plain_index(request, {**(extra_context or {}), "dashboard": figures()})
+        with replica.replica_reads():  # RET-5: the dashboard's figures may lag the primary by the replica's lag
+            return plain_index(request, {**(extra_context or {}), "dashboard": {**figures(), **_reads()}})
 
     site.index = index
     site.index_template = "admin/scheduler_dashboard.html"

@@ -5,7 +5,7 @@ import json
 from django.contrib import admin
 from django.utils.html import format_html
 
-from scheduler import models
+from scheduler import models, replica
 from scheduler.admin import columns, filters, repair_actions, run_story
 from scheduler.cleanup import obligations
 from scheduler.redaction import redact
@@ -29,6 +29,17 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return [f.name for f in self.model._meta.concrete_fields if f.column] + list(self.extra_readonly)
 
     extra_readonly = ()
+
+    def changelist_view(self, request, extra_context=None):
+        """RET-5: a list (a GET) reads the replica, rendered inside the block (querysets are lazy); an action (a
+        POST) runs on the primary."""
+        if request.method != "GET":
+            return super().changelist_view(request, extra_context)
+        with replica.replica_reads():
+            response = super().changelist_view(request, extra_context)
+            if hasattr(response, "render"):
+                response.render()
+            return response
 
 
 def pretty_json(value) -> str:

@@ -8,7 +8,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import REGISTRY
 
-from scheduler import db
+from scheduler import db, replica
 from scheduler.api.auth import require_internal_token
 from scheduler.api.http import api_view
 
@@ -68,6 +68,11 @@ class DatabaseGauges:
     """Read at each scrape from one statement, so every web process reports the same figures."""
 
     def collect(self):
+        with replica.replica_reads():  # RET-5: gauges may lag the primary by the replica's lag
+            families = list(self._gauges())
+        yield from families
+
+    def _gauges(self):
         for name, value in db.fetch_one("scheduler_metrics").items():
             yield GaugeMetricFamily(f"scheduler_{name}", HELP[name], value=float(value))
         active = GaugeMetricFamily("scheduler_org_runs_active", "Active runs of an org (top orgs, then other).",

@@ -2,7 +2,7 @@
 
 from django.http import JsonResponse
 
-from scheduler import validation
+from scheduler import replica, validation
 from scheduler.api import parsing, responses
 from scheduler.api.auth import require_internal_token
 from scheduler.api.http import api_view, json_body, path_attempt, path_id
@@ -21,7 +21,8 @@ def runs(request):
             return JsonResponse({"runId": launched.run_id, "deduplicated": True}, status=200)
         return JsonResponse({"runId": launched.run_id}, status=201)
     filters, cursor, limit = parsing.run_list_query(request.GET)
-    rows, next_cursor = run_list.page(filters, cursor=cursor, limit=limit)
+    with replica.replica_reads():  # RET-5: a list may lag; the status read of one run stays on the primary
+        rows, next_cursor = run_list.page(filters, cursor=cursor, limit=limit)
     return JsonResponse({"runs": [responses.run_row(row) for row in rows], "nextCursor": next_cursor})
 
 

@@ -52,3 +52,10 @@ FROM __schema__.attempts AS attempt
 WHERE %(kind)s::text = 'claim'
   AND attempt.status IN ('claimed', 'running') AND attempt.lease_expires_at < now()
 LIMIT %(limit)s::integer;
+
+-- name: replica_lag
+-- RET-5: on the replica, how far its replay is behind (0 once it has replayed all it received); null on a primary.
+SELECT CASE WHEN NOT pg_is_in_recovery() THEN NULL
+            WHEN pg_last_wal_receive_lsn() IS NOT DISTINCT FROM pg_last_wal_replay_lsn() THEN 0.0
+            ELSE coalesce(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 0.0)::double precision
+       END AS lag_seconds;
