@@ -114,12 +114,12 @@ def spread(values: list[float]) -> str:
     return "-".join(f"{value:.0f}" for value in (min(values), max(values)))
 
 
-def terminal_p99_while_pruning(bench_url: str, requests: int, prefix: str) -> float:
+def terminal_p99_while_pruning(bench_url: str, requests: int, prefix: str, batch: int) -> float:
     from django.db import connection
 
     env = dict(os.environ, DATABASE_URL=bench_url, LOG_LEVEL="WARNING")
     pruner = subprocess.Popen([sys.executable, str(harness.PROJECT_DIR / "manage.py"), "prune_history",
-                               "--interval", "0.1"], cwd=harness.PROJECT_DIR, env=env,
+                               "--interval", "0.1", "--batch", str(batch)], cwd=harness.PROJECT_DIR, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         with connection.cursor() as cursor:  # its start-up is over and its first batches are done before the clock starts
@@ -182,6 +182,7 @@ def main():
     from django.db import connection
 
     parser = harness.arguments("40,000 old runs instead of 200,000")
+    parser.add_argument("--prune-batch", type=int, default=500, help="the pruner's --batch beside the terminal")
     args = parser.parse_args()
     old = 40_000 if args.quick else 200_000
     bench_url = harness.recreate_database(harness.server_url())
@@ -211,7 +212,7 @@ def main():
         harness.quiesce(bench_url)
         calm.append(lifecycle_bench.bench_http_terminal(bench_url, 4_000, clients=16, prefix=f"calm{repetition}")[1])
         harness.quiesce(bench_url)
-        busy.append(terminal_p99_while_pruning(bench_url, 4_000, f"busy{repetition}"))
+        busy.append(terminal_p99_while_pruning(bench_url, 4_000, f"busy{repetition}", args.prune_batch))
     calm_p99, busy_p99 = harness.median(calm), harness.median(busy)
     rows = [("measure", "value", "reference", "ratio", "target"),
             (f"{old:,} runs pruned back to back, 500 a statement (runs/s)", f"{rate:,.0f}", f"again after refilling: {rate_again:,.0f}/s",
@@ -219,7 +220,7 @@ def main():
             ("  WAL per pruned run (bytes)", f"{wal_per_run:,.0f}", "", "", ""),
             (f"kept runs ({KEPT_OPEN:,} open, {KEPT_HELD:,} held) intact, row by row", "yes" if kept_intact else "NO",
              "", "1" if kept_intact else "0", ">= 1"),
-            (f"terminal p99 at 16 clients while pruning, median of {REPETITIONS} (ms)", f"{busy_p99:.1f}",
+            (f"terminal p99 at 16 clients while pruning {args.prune_batch} a statement, median of {REPETITIONS} (ms)", f"{busy_p99:.1f}",
              f"without pruning {calm_p99:.1f} ms (runs {spread(busy)} / {spread(calm)})", f"{busy_p99 / calm_p99:.2f}",
              "<= 1.3"),
             ("run tables after pruning and VACUUM FULL (MB)", f"{compacted / 2**20:.1f}",
