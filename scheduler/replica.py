@@ -21,7 +21,8 @@ REPLICA_ALIAS = "replica"
 RETRY_SECONDS = 30.0
 
 logger = logging.getLogger("scheduler.replica")
-_reading = contextvars.ContextVar("scheduler_replica_reads", default=False)
+# The alias reads use inside replica_reads(), decided once when the block opens; None outside any block.
+_reading: contextvars.ContextVar[str | None] = contextvars.ContextVar("scheduler_replica_reads", default=None)
 _state = threading.Lock()
 _down_until = 0.0
 
@@ -32,8 +33,9 @@ def configured() -> bool:
 
 @contextlib.contextmanager
 def replica_reads():
-    """Reads inside the block may come from the replica (a few seconds behind the primary at worst)."""
-    token = _reading.set(True)
+    """Reads inside the block may come from the replica (a few seconds behind the primary at worst). Whether the
+    replica answers is asked once, here, not before every statement of the block."""
+    token = _reading.set(_reachable_alias())
     try:
         yield
     finally:
@@ -41,9 +43,14 @@ def replica_reads():
 
 
 def read_alias() -> str:
-    """The alias a read inside `replica_reads()` uses: the replica when it answers, else the primary."""
+    """The alias a read uses: inside `replica_reads()` the one the block chose, else the primary."""
+    return _reading.get() or DEFAULT_DB_ALIAS
+
+
+def _reachable_alias() -> str:
+    """The replica when it is configured and answers, else the primary (said once per RETRY_SECONDS)."""
     global _down_until
-    if not _reading.get() or not configured() or time.monotonic() < _down_until:
+    if not configured() or time.monotonic() < _down_until:
         return DEFAULT_DB_ALIAS
     replica = connections[REPLICA_ALIAS]
     try:
@@ -63,17 +70,11 @@ def read_alias() -> str:
         return DEFAULT_DB_ALIAS
 
 
-def forget_failures() -> None:
-    """Try the replica again at the next read (tests; an operator's restart does the same)."""
-    global _down_until
-    _down_until = 0.0
-
-
 class ReplicaRouter:
     """Django's database router: ORM reads inside `replica_reads()` go to the replica; nothing else does."""
 
     def db_for_read(self, model, **hints):
-        return read_alias() if _reading.get() else None
+        return _reading.get()  # None outside replica_reads(): Django's default (the primary)
 
     def db_for_write(self, model, **hints):
         return DEFAULT_DB_ALIAS

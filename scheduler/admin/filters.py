@@ -4,6 +4,8 @@ from django.contrib import admin
 
 from scheduler import db
 from scheduler.conf import scheduler_settings
+from scheduler.history import pruning
+from scheduler.kinds import HeldReason
 
 # The stuck list shows at most this many runs (the dashboard's figure counts them all).
 STUCK_LIMIT = 1000
@@ -114,14 +116,9 @@ class HeldFilter(admin.SimpleListFilter):
     parameter_name = "held"
 
     def lookups(self, request, model_admin):
-        from scheduler.kinds import HeldReason
-
         return [(reason.value, reason.value.replace("_", " ")) for reason in HeldReason]
 
     def queryset(self, request, queryset):
-        from scheduler.history import pruning
-        from scheduler.kinds import HeldReason
-
         if self.value() not in {reason.value for reason in HeldReason}:
             return queryset
         return queryset.filter(run_id__in=pruning.held_run_ids(HeldReason(self.value())))

@@ -16,7 +16,8 @@ from scheduler import validation
 from scheduler.errors import InvalidInput
 from scheduler.kinds import Provider, values
 
-PLAY_CALLABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*")
+MODULE_PATH = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
+PLAY_CALLABLE = re.compile(MODULE_PATH + r":[A-Za-z_][A-Za-z0-9_]*")
 HEARTBEAT_TIMEOUT_MS = (1_000, 86_400_000)
 MAX_COMMAND_PARTS = 64
 
@@ -51,7 +52,7 @@ def play_spec(play: Any, name: str = "launch.play") -> dict:
 
 
 TASK_KEYS = {"task", "settingsModule", "takesContext", "queueName", "backend"}
-SETTINGS_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+SETTINGS_MODULE = re.compile(MODULE_PATH)
 
 
 def _task_spec(play: dict, name: str) -> dict:

@@ -45,8 +45,10 @@ def unstorable(value: Any, where: str = "") -> tuple[str, str] | None:
             return at, "must be a finite number (not NaN or an infinity)"
         elif isinstance(item, dict):
             for key, child in item.items():
-                if not isinstance(key, str) or text_problem(key):
-                    return path(at, str(key)), "has a key PostgreSQL cannot store"
+                if not isinstance(key, str):
+                    return path(at, str(key)), "has a key that is not text (JSON object keys are strings)"
+                if text_problem(key):
+                    return path(at, key), "has a key PostgreSQL cannot store"
                 stack.append((child, path(at, key), depth + 1))
         elif isinstance(item, (list, tuple)):
             stack.extend((child, path(at, index), depth + 1) for index, child in enumerate(item))

@@ -71,28 +71,8 @@ def task_arguments(args: Sequence, kwargs: Mapping) -> dict[str, Any]:
         arguments = {"args": normalize_json(list(args)), "kwargs": normalize_json(dict(kwargs))}
     except (TypeError, ValueError) as error:
         raise InvalidTaskArguments(f"{error}: a task's arguments must be JSON") from None
-    keyed = _non_text_key(arguments)
-    if keyed:
-        raise InvalidTaskArguments(f"Unsupported key at {keyed}: a JSON object's keys are strings")
     try:
         validation.storable(arguments, "input")
     except InvalidInput as error:
         raise InvalidTaskArguments(f"Unsupported value: {error.message}") from None
     return arguments
-
-
-def _non_text_key(value: Any, where: str = "arguments") -> str | None:
-    """The path of a dict key that JSON would silently turn into text, or None."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                return f"{where}[{key!r}]"
-            found = _non_text_key(item, f"{where}.{key}")
-            if found:
-                return found
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found = _non_text_key(item, f"{where}[{index}]")
-            if found:
-                return found
-    return None
