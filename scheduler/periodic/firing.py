@@ -45,14 +45,22 @@ def idempotency_key(schedule_id: str, slot_at: dt.datetime) -> str:
     return f"schedule:{schedule_id}:{slot_at.astimezone(dt.UTC).strftime('%Y-%m-%dT%H:%M:%SZ')}"
 
 
-def _missed(schedule: dict, slot_at: dt.datetime, now: dt.datetime) -> bool:
-    """SCD-4: whether the catch-up policy passes over this slot instead of firing it."""
-    later = list(itertools.islice(itertools.takewhile(
-        lambda slot: slot <= now, slots.upcoming(schedule["cron"], schedule["timezone"], slot_at)), CATCH_UP_ALL))
+def _missed(schedule: dict, later_due: int, slot_at: dt.datetime, now: dt.datetime) -> bool:
+    """SCD-4: whether the catch-up policy passes over this slot (`later_due` more slots of it are due already)."""
     policy = ScheduleCatchUp(schedule["catch_up"])
-    if not later:  # the latest slot due
+    if not later_due:  # the latest slot due
         return policy is ScheduleCatchUp.SKIP and now - slot_at > ON_TIME
-    return policy is not ScheduleCatchUp.ALL or len(later) >= CATCH_UP_ALL
+    return policy is not ScheduleCatchUp.ALL or later_due >= CATCH_UP_ALL
+
+
+def _after(schedule: dict, slot_at: dt.datetime, now: dt.datetime) -> tuple[int, dt.datetime]:
+    """How many slots after this one are due already (at most CATCH_UP_ALL), and the slot that follows it; one walk
+    of the cron for both, as a fire is mostly this when the database is quick."""
+    following = slots.upcoming(schedule["cron"], schedule["timezone"], slot_at)
+    next_slot = next(following)
+    later_due = sum(1 for _ in itertools.islice(itertools.takewhile(
+        lambda slot: slot <= now, itertools.chain([next_slot], following)), CATCH_UP_ALL))
+    return later_due, next_slot
 
 
 def launch(schedule: dict, slot_at: dt.datetime) -> Fired:
@@ -69,9 +77,9 @@ def launch(schedule: dict, slot_at: dt.datetime) -> Fired:
     return Fired(schedule["schedule_id"], slot_at, FireOutcome.LAUNCHED, run_id=launched.run_id)
 
 
-def _decide(schedule: dict, slot_at: dt.datetime, now: dt.datetime) -> Fired:
+def _decide(schedule: dict, later_due: int, slot_at: dt.datetime, now: dt.datetime) -> Fired:
     schedule_id = schedule["schedule_id"]
-    if _missed(schedule, slot_at, now):
+    if _missed(schedule, later_due, slot_at, now):
         return Fired(schedule_id, slot_at, FireOutcome.SKIPPED_CATCH_UP)
     overlap = ScheduleOverlap(schedule["overlap"])
     if overlap is not ScheduleOverlap.ALLOW:
@@ -91,11 +99,13 @@ def fire_next(now: dt.datetime | None = None) -> Fired | None:
         if schedule is None:
             return None
         slot_at = schedule["next_fire_at"]
-        fired = _decide(schedule, slot_at, now or dt.datetime.now(dt.UTC))
+        now = now or dt.datetime.now(dt.UTC)
+        later_due, next_slot = _after(schedule, slot_at, now)
+        fired = _decide(schedule, later_due, slot_at, now)
         db.fetch_one("schedule_fires_record", {
             "schedule_id": fired.schedule_id, "slot_at": slot_at, "run_id": fired.run_id,
             "outcome": fired.outcome, "error": fired.error,
-            "next_fire_at": slots.following(schedule["cron"], schedule["timezone"], slot_at),
+            "next_fire_at": next_slot,
         })
     return fired
 

@@ -8,6 +8,7 @@ a slot whose wall-clock time equals the one before it is passed over.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
@@ -17,8 +18,9 @@ from scheduler.errors import InvalidInput
 ALIASES = {"@hourly": "0 * * * *", "@daily": "0 0 * * *", "@weekly": "0 0 * * 0", "@monthly": "0 0 1 * *"}
 
 
+@functools.lru_cache(maxsize=1024)
 def cron_expression(text: str) -> str:
-    """Five fields, or an alias; InvalidInput naming `cron` otherwise."""
+    """Five fields, or an alias; InvalidInput naming `cron` otherwise (kept per text: every fire checks its cron)."""
     expression = ALIASES.get(text.strip().lower(), text.strip())
     if len(expression.split()) != 5:
         raise InvalidInput("cron must have five fields (minute hour day month weekday) or be @hourly, @daily, "
