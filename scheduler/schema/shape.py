@@ -52,6 +52,8 @@ REQUIRED_INDEXES = (
     "runtime_scheduler_cleanup_legacy_run_idx",
     "runtime_scheduler_schedule_fires_run_idx",
     "runtime_scheduler_billing_items_created_idx",
+    "runtime_scheduler_cleanup_v2_open_run_idx",
+    "runtime_scheduler_billing_open_run_idx",
 )
 LEGACY_CLEANUP_PENDING_INDEX = "runtime_scheduler_sandbox_cleanup_legacy_pending_idx"
 REQUIRED_FUNCTIONS = (

@@ -1,10 +1,13 @@
 -- name: retention_prune_runs
--- RET-1, RET-3, RET-4: pick up to `batch` runs finished before the cutoff whose every obligation is met (facts delivered, sandboxes confirmed deleted, billing finalized), oldest first through the finished index; lock them SKIP LOCKED in run-id order; delete each with every row of its own (attempts, facts, receipts, late results, control keys, cleanup jobs, tombstones, events and legacy rows, its billing job, built-in ledger events), children first, and unlink its schedule fire; a run is wholly kept or wholly gone. Its transaction sets scheduler.pruning (the tombstone guards allow this delete only).
+-- RET-1, RET-3, RET-4: pick up to `batch` runs finished before the cutoff whose every obligation is met (facts delivered, sandboxes confirmed deleted, billing finalized), oldest first through the finished index, from after the last run the previous batch of this pass picked (null: from the oldest; so runs held past retention are walked once a pass, not once a batch); lock them SKIP LOCKED in run-id order; delete each with every row of its own (attempts, facts, receipts, late results, control keys, cleanup jobs, tombstones, events and legacy rows, its billing job, built-in ledger events), children first, and unlink its schedule fire; a run is wholly kept or wholly gone. Its transaction sets scheduler.pruning (the tombstone guards allow this delete only).
 -- plan: custom
+-- (Planned for its values, a null position folds away and a given one is the finished index's lower bound.)
 WITH candidate AS MATERIALIZED (
-    SELECT run.run_id
+    SELECT run.run_id, run.finished_at
     FROM __schema__.runs AS run
     WHERE run.status IN ('completed', 'failed', 'cancelled') AND run.finished_at < %(cutoff)s::timestamptz
+      AND (%(after_finished_at)s::timestamptz IS NULL
+           OR (run.finished_at, run.run_id) > (%(after_finished_at)s::timestamptz, %(after_run_id)s::text))
       AND NOT {{undelivered_facts(run.run_id)}}
       AND NOT {{cleanup_open(run.run_id)}}
       AND NOT {{billing_open(run.run_id)}}
@@ -50,6 +53,10 @@ WITH candidate AS MATERIALIZED (
 )
 SELECT (SELECT count(*) FROM gone_runs) AS runs,
        (SELECT count(*) FROM candidate) AS candidates,
+       (SELECT candidate.finished_at FROM candidate ORDER BY candidate.finished_at DESC, candidate.run_id DESC LIMIT 1)
+           AS last_finished_at,
+       (SELECT candidate.run_id FROM candidate ORDER BY candidate.finished_at DESC, candidate.run_id DESC LIMIT 1)
+           AS last_run_id,
        (SELECT count(*) FROM gone_attempts) + (SELECT count(*) FROM gone_facts) + (SELECT count(*) FROM gone_receipts)
        + (SELECT count(*) FROM gone_late) + (SELECT count(*) FROM gone_control) + (SELECT count(*) FROM gone_events)
        + (SELECT count(*) FROM gone_jobs) + (SELECT count(*) FROM gone_legacy) + (SELECT count(*) FROM gone_billing)

@@ -103,6 +103,40 @@ def test_batches_are_bounded_and_a_full_batch_goes_again():
     # The oldest first: the last one left was the newest.
 
 
+def test_the_loop_sizes_each_statement_to_its_budget_within_the_batch(monkeypatch):
+    """RET-3: `--batch` is the most a statement takes; the loop takes fewer when that many would outlast the
+    statement budget (the runners' commits feel one long statement), never fewer than ten, and back up to the
+    batch when statements are quick."""
+    for number in range(45):
+        finished_run(f"run-s{number:02}", 40)
+    pruner = pruning.Pruner(ceiling=20, retention=pruning.Retention(30, 400))
+    monkeypatch.setattr(pruning, "STATEMENT_BUDGET_MS", 1e-9)  # any statement is too long
+    assert pruner.tick().counts["runs"] == 20 and pruner.batch == pruning.SMALLEST_BATCH
+    tick = pruner.tick()
+    assert tick.counts["runs"] == 10 and tick.counts["batch"] == 10
+    monkeypatch.setattr(pruning, "STATEMENT_BUDGET_MS", 1e9)  # any statement is quick
+    assert pruner.batch == 10 and pruner.tick().counts["runs"] == 10 and pruner.batch == 20
+    assert pruner.tick().counts["runs"] == 5
+    assert one("SELECT count(*) FROM runs") == 0
+
+
+def test_a_pass_walks_the_held_runs_once__a_run_freed_behind_it_waits_for_the_next_pass():
+    """RET-3: each batch of the loop starts after the last run the batch before it picked, so runs held past
+    retention at the head of the finished index are walked once a pass, not once a batch; a pass ends with a batch
+    that is not full, and the next starts from the oldest run again."""
+    finished_run("run-a-held", 90, fact_delivered=False)
+    for number in range(5):
+        finished_run(f"run-p{number}", 80 - number)
+    pruner = pruning.Pruner(ceiling=2, retention=pruning.Retention(30, 400))
+    assert pruner.tick().counts["runs"] == 2 and pruner.after[1] == "run-p1"
+    query("UPDATE outbox SET delivered_at = now() WHERE run_id = 'run-a-held' AND delivered_at IS NULL")
+    assert pruner.tick().counts["runs"] == 2 and pruner.after[1] == "run-p3"  # behind the pass: not yet
+    assert one("SELECT count(*) FROM runs WHERE run_id = 'run-a-held'") == 1
+    assert pruner.tick().counts["runs"] == 1 and pruner.after is None  # the pass is over
+    assert pruner.tick().counts["runs"] == 1
+    assert one("SELECT count(*) FROM runs") == 0
+
+
 def test_billing_items_are_pruned_on_their_own_clock():
     """RET-2: items older than SCHEDULER_BILLING_RETENTION_DAYS go, whether or not their run is still there."""
     finished_run("run-billed", 500, fact_delivered=False)  # held: its item is still older than 400 days

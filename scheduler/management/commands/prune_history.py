@@ -16,12 +16,13 @@ class Command(LoopCommand):
     def add_arguments(self, parser):
         super().add_arguments(parser)
         parser.add_argument("--batch", type=integer(1, 10_000), default=pruning.DEFAULT_BATCH,
-                            help="runs (and billing items) per statement")
+                            help="the most runs (and billing items) one statement takes; fewer when that many would take "
+                                 "longer than 20 ms")
         parser.add_argument("--older-than-days", type=integer(0), default=None,
                             help="for this run only, prune runs finished more than N days ago (0: every finished "
                                  "run whose obligations are met)")
 
     def handle(self, *args, **options):
         retention = pruning.Retention.configured(options["older_than_days"])
-        self.run_loop(lambda: pruning.run_once(options["batch"], retention), options,
-                      logging.getLogger("scheduler.prune"))
+        pruner = pruning.Pruner(options["batch"], retention)
+        self.run_loop(pruner.tick, options, logging.getLogger("scheduler.prune"))
