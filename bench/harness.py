@@ -171,6 +171,24 @@ def median(values):
     return statistics.median(values)
 
 
+REPETITIONS = 3
+
+
+def interleaved(measures: dict, repetitions: int = REPETITIONS) -> dict[str, list[float]]:
+    """Each measure `repetitions` times, in turn (ours, peer, ours, peer, ...): identical runs on this machine
+    differ by 10-30% from one minute to the next, and taking turns lands that drift on every side alike."""
+    results: dict[str, list[float]] = {name: [] for name in measures}
+    for repetition in range(repetitions):
+        for name, measure in measures.items():
+            results[name].append(measure(repetition))
+    return results
+
+
+def spread(values: list[float], digits: int = 0) -> str:
+    """The lowest and highest of the repetitions, as `low-high`."""
+    return "-".join(f"{value:.{digits}f}" for value in (min(values), max(values)))
+
+
 def arguments(quick_help: str):
     """Every benchmark's command line: --quick (smaller sizes) and --check (exit 1 on a missed target)."""
     import argparse

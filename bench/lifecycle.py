@@ -101,11 +101,11 @@ def run_workers(count: int, work) -> float:
 SETTLE_BATCH = 32
 
 
-def bench_settlement(count: int, batch: int) -> float:
+def bench_settlement(count: int, batch: int, prefix: str = "settle-") -> float:
     """4 settlers, each settling its share `batch` attempts per statement (1: one statement per attempt)."""
     from scheduler.runs import settlement
 
-    parked = seed_parked(count, f"settle-{batch}-")
+    parked = seed_parked(count, f"{prefix}{batch}-")
     settlers = 4
 
     def settle_slice(index):
@@ -137,40 +137,65 @@ def bench_full_cycle(count: int, prefix: str = "cycle-") -> float:
             if settled.run_status == "completed":
                 done[index] += 1
 
+    machine, python = machine_cpu_seconds(), time.process_time()
     try:
         elapsed = run_workers(8, cycle)
     finally:
         group.close()
+    python, machine = time.process_time() - python, machine_cpu_seconds() - machine
+    CYCLE_CPU.append((python * 1000 / count, max(0.0, machine - python) * 1000 / count))
     assert sum(done) == count, sum(done)
     return count / elapsed
+
+
+# Per cycle run: (ms of CPU in this process's Python workers, ms in everything else on the machine: PostgreSQL).
+CYCLE_CPU: list[tuple[float, float]] = []
+
+
+def machine_cpu_seconds() -> float:
+    """CPU seconds every process on this machine has used (user, nice, system, irq), from /proc/stat."""
+    with open("/proc/stat") as stat:
+        fields = [int(value) for value in stat.readline().split()[1:8]]
+    return (fields[0] + fields[1] + fields[2] + fields[5] + fields[6]) / os.sysconf("SC_CLK_TCK")
 
 
 OUTBOX_WAKE = "pgtrigger_outbox_wake_drainers_edbaf"
 RUN_QUEUED_WAKE = "pgtrigger_run_queued_wakes_dispatchers_0b30d"
 
 
-def notify_cycles(count: int) -> dict[str, float]:
-    """The cycle with the wake triggers as built (busy listeners disarm them: no NOTIFY), with them disabled,
-    and with every statement notifying, as before wake signals (a notifying commit takes the notify lock)."""
+def set_wake_triggers(enabled: bool) -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        for table, trigger in (("outbox", OUTBOX_WAKE), ("runs", RUN_QUEUED_WAKE)):
+            cursor.execute(f"ALTER TABLE {table} {'ENABLE' if enabled else 'DISABLE'} TRIGGER {trigger}")
+
+
+def notify_cycles(count: int) -> dict[str, list[float]]:
+    """The cycle with the wake triggers as built (busy listeners disarm them: no NOTIFY) and with them disabled,
+    interleaved; then once with every statement notifying, as before wake signals (a notifying commit takes the
+    notify lock)."""
     from django.db import connection, connections
 
     bench_full_cycle(max(100, count // 4), "notify-warm-")  # the workers' connections and plans, not counted
     connections.close_all()
-    rates = {"as built": bench_full_cycle(count, "notify-built-")}
-    connections.close_all()
+
+    def cycle(mode):
+        def measure(repetition):
+            set_wake_triggers(mode == "as built")
+            rate = bench_full_cycle(count, f"notify-{mode[:3]}{repetition}-")
+            connections.close_all()
+            return rate
+        return measure
+
+    rates = harness.interleaved({"as built": cycle("as built"), "off": cycle("off")})
+    set_wake_triggers(True)
     with connection.cursor() as cursor:
-        cursor.execute(f"ALTER TABLE outbox DISABLE TRIGGER {OUTBOX_WAKE}")
-        cursor.execute(f"ALTER TABLE runs DISABLE TRIGGER {RUN_QUEUED_WAKE}")
-    rates["off"] = bench_full_cycle(count, "notify-off-")
-    connections.close_all()
-    with connection.cursor() as cursor:
-        cursor.execute(f"ALTER TABLE outbox ENABLE TRIGGER {OUTBOX_WAKE}")
-        cursor.execute(f"ALTER TABLE runs ENABLE TRIGGER {RUN_QUEUED_WAKE}")
         for function, channel in ((OUTBOX_WAKE, "outbox_wake"), (RUN_QUEUED_WAKE, "run_queued")):
             cursor.execute(f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger AS $fn$ BEGIN "
                            f"PERFORM pg_notify(TG_TABLE_SCHEMA || '_{channel}', ''); RETURN NULL; END; $fn$ "
                            "LANGUAGE plpgsql")
-    rates["every statement notifies"] = bench_full_cycle(count, "notify-every-")
+    rates["every statement notifies"] = [bench_full_cycle(count, "notify-every-")]
     connections.close_all()
     return rates
 
@@ -272,23 +297,34 @@ def http_clients(port: int, requests: list, clients: int) -> tuple[list[float], 
     return latencies, elapsed
 
 
-def bench_peers(server_url: str, count: int) -> dict[str, float]:
-    """Run the peer drivers in their own virtual environment (bench/peers/)."""
+PEERS = ("procrastinate", "pgqueuer")
+
+
+def bench_peer(server_url: str, peer: str, count: int) -> float:
+    """One peer's drain of `count` jobs by 8 workers, in its own virtual environment (bench/peers/) and database."""
     python = harness.PROJECT_DIR / "bench" / ".peers-venv" / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(python.parent.parent)], check=True)
         subprocess.run([str(python), "-m", "pip", "install", "--quiet", "-r",
                         str(harness.PROJECT_DIR / "bench" / "peers" / "requirements.txt")], check=True)
-    rates = {}
-    for peer in ("procrastinate", "pgqueuer"):
-        url = harness.recreate_database(server_url, f"peer_{peer}")
-        output = subprocess.run(
-            [str(python), str(harness.PROJECT_DIR / "bench" / "peers" / f"{peer}_driver.py"),
-             url, str(count), "8"],
-            capture_output=True, text=True, check=True,
-        ).stdout
-        rates[peer] = float(json.loads(output.strip().splitlines()[-1])["jobs_per_second"])
-    return rates
+    url = harness.recreate_database(server_url, f"peer_{peer}")
+    output = subprocess.run(
+        [str(python), str(harness.PROJECT_DIR / "bench" / "peers" / f"{peer}_driver.py"), url, str(count), "8"],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    return float(json.loads(output.strip().splitlines()[-1])["jobs_per_second"])
+
+
+def measured(values: list[float], unit: str = "", digits: int = 0) -> str:
+    """A median with the spread of its repetitions, for a table's reference column."""
+    return f"median of {len(values)}, {harness.spread(values, digits)}{unit}" if len(values) > 1 else ""
+
+
+def compare(rows: list, label: str, ours: list[float], theirs: list[float], reference: str, target: str) -> None:
+    """A row judged on the ratio of the two medians, with both spreads printed."""
+    rows.append((label, f"{harness.median(ours):.0f}",
+                 f"{reference} {harness.median(theirs):.0f} ({measured(theirs)}); ours {harness.spread(ours)}",
+                 f"{harness.median(ours) / harness.median(theirs):.2f}", target))
 
 
 def main():
@@ -301,31 +337,54 @@ def main():
     harness.setup_django(bench_url)
     from django.db import connections
 
-    settled = bench_settlement(SETTLE_ATTEMPTS // scale, SETTLE_BATCH)
-    connections.close_all()
-    settled_alone = bench_settlement(SETTLE_ATTEMPTS // scale // 4, 1)
-    connections.close_all()
-    limit = harness.pgbench_limit(bench_url, harness.CLAIM_AND_UPDATE, clients=4)
-    cycle = bench_full_cycle(CYCLE_RUNS // scale)
-    connections.close_all()
-    latency = {clients: bench_http_terminal(bench_url, HTTP_REQUESTS // scale, clients) for clients in (1, 16, 64)}
+    def closing(measure):
+        def run(repetition):
+            try:
+                return measure(repetition)
+            finally:
+                connections.close_all()
+        return run
+
+    settling = harness.interleaved({
+        "ours": closing(lambda rep: bench_settlement(SETTLE_ATTEMPTS // scale, SETTLE_BATCH, f"settle{rep}-")),
+        "pgbench": lambda rep: harness.pgbench_limit(bench_url, harness.CLAIM_AND_UPDATE, clients=4)})
+    settled_alone = closing(lambda rep: bench_settlement(SETTLE_ATTEMPTS // scale // 4, 1, "alone-"))(0)
+    cycles = {"ours": closing(lambda rep: bench_full_cycle(CYCLE_RUNS // scale, f"cycle{rep}-"))}
+    if not args.skip_peers:
+        cycles.update({peer: (lambda rep, peer=peer: bench_peer(server_url, peer, CYCLE_RUNS // scale))
+                       for peer in PEERS})
+    cycled = harness.interleaved(cycles)
+    latency = {clients: [bench_http_terminal(bench_url, HTTP_REQUESTS // scale, clients, f"http{rep}")
+                         for rep in range(harness.REPETITIONS if clients == 16 else 1)] for clients in (1, 16, 64)}
     connections.close_all()
     notify = notify_cycles(CYCLE_RUNS // scale)  # last: it rewrites the wake triggers of the bench database
     rows = [("measure", "value", "reference", "ratio", "target")]
-    rows.append((f"settlement, 4 settlers, {SETTLE_BATCH} per statement (terminals/s)", f"{settled:.0f}",
-                 f"pgbench claim+update c=4: {limit:.0f} tps", f"{settled / limit:.2f}", ">= 1.50"))
+    compare(rows, f"settlement, 4 settlers, {SETTLE_BATCH} per statement (terminals/s)", settling["ours"],
+            settling["pgbench"], "pgbench claim+update c=4 (tps):", ">= 1.50")
+    limit = harness.median(settling["pgbench"])
     rows.append(("  the same, one attempt per statement", f"{settled_alone:.0f}", "", f"{settled_alone / limit:.2f}", ""))
-    peers = {} if args.skip_peers else bench_peers(server_url, CYCLE_RUNS // scale)
-    rows.append(("full cycle claim->settle, 8 workers (runs/s)", f"{cycle:.0f}", "", "", ""))
-    for name, rate in peers.items():
-        rows.append((f"  vs {name}, 8 workers (jobs/s)", f"{rate:.0f}", f"{name}", f"{cycle / rate:.2f}", ">= 1.50"))
-    for mode in ("as built", "every statement notifies"):
-        rows.append((f"  the cycle, wake notifications {mode} (runs/s)", f"{notify[mode]:.0f}",
-                     f"notifications off: {notify['off']:.0f} runs/s", f"{notify[mode] / notify['off']:.2f}",
-                     ">= 0.90" if mode == "as built" else ""))
-    for clients, (p50, p99, http_rate) in latency.items():
+    rows.append(("full cycle claim->settle, 8 workers (runs/s)", f"{harness.median(cycled['ours']):.0f}",
+                 measured(cycled["ours"]), "", ""))
+    cpu = CYCLE_CPU[:harness.REPETITIONS]
+    rows.append(("  CPU per run: Python workers / the rest (PostgreSQL) (ms)",
+                 f"{harness.median([python for python, _ in cpu]):.2f} / {harness.median([rest for _, rest in cpu]):.2f}",
+                 f"of {os.cpu_count() * 1000 / max(harness.median(cycled['ours']), 1):.2f} ms the machine's {os.cpu_count()} cores have a run", "", ""))
+    for peer in PEERS if not args.skip_peers else ():  # the peer's rate as the value (what the report plots)
+        rows.append((f"  vs {peer}, 8 workers (jobs/s)", f"{harness.median(cycled[peer]):.0f}",
+                     f"{peer} {measured(cycled[peer])}",
+                     f"{harness.median(cycled['ours']) / harness.median(cycled[peer]):.2f}", ">= 1.50"))
+    compare(rows, "  the cycle, wake notifications as built (runs/s)", notify["as built"], notify["off"],
+            "notifications off:", ">= 0.90")
+    every = notify["every statement notifies"][0]
+    rows.append(("  the cycle, every statement notifies (runs/s)", f"{every:.0f}", "",
+                 f"{every / harness.median(notify['off']):.2f}", ""))
+    for clients, runs in latency.items():
+        p99 = harness.median([p99 for _, p99, _ in runs])
         rows.append((f"POST /internal/runner/terminal, {clients} client(s): p99 (ms)", f"{p99:.1f}",
-                     f"p50 {p50:.1f} ms, {http_rate:.0f} req/s", f"{p99:.1f}", "<= 20" if clients == 16 else ""))
+                     f"p50 {harness.median([p50 for p50, _, _ in runs]):.1f} ms, "
+                     f"{harness.median([rate for _, _, rate in runs]):.0f} req/s"
+                     + (f"; p99 {measured([p99 for _, p99, _ in runs], ' ms', 1)}" if len(runs) > 1 else ""),
+                     f"{p99:.1f}", "<= 20" if clients == 16 else ""))
     harness.report(f"lifecycle benchmark ({'quick' if args.quick else 'full'}; server "
                    f"{harness.libpq_params(server_url)['host']})", rows, args.check)
 

@@ -16,7 +16,7 @@ import harness
 import lifecycle as lifecycle_bench
 
 KEPT_OPEN, KEPT_HELD = 5_000, 5_000
-REPETITIONS = 3
+REPETITIONS = harness.REPETITIONS
 LATE_RUNS = 60_000  # what the pruner works through while the terminal is measured, seeded before each measurement
 # The tables a run owns (billing items are kept on their own clock, RET-2, and left out of the size comparison).
 RUN_TABLES = ("runs", "attempts", "outbox", "run_ledger_events", "sandbox_cleanup_jobs_v2", "sandbox_cleanup_events_v2",
@@ -108,10 +108,6 @@ def prune_alone(cursor, runs: int) -> tuple[float, float]:
         pruned += pruning.run_once(batch=min(pruning.DEFAULT_BATCH, runs - pruned)).counts["runs"]
     elapsed = time.perf_counter() - started
     return pruned / elapsed, (wal_position(cursor) - wal) / pruned
-
-
-def spread(values: list[float]) -> str:
-    return "-".join(f"{value:.0f}" for value in (min(values), max(values)))
 
 
 def terminal_p99_while_pruning(bench_url: str, requests: int, prefix: str, batch: int) -> float:
@@ -221,7 +217,7 @@ def main():
             (f"kept runs ({KEPT_OPEN:,} open, {KEPT_HELD:,} held) intact, row by row", "yes" if kept_intact else "NO",
              "", "1" if kept_intact else "0", ">= 1"),
             (f"terminal p99 at 16 clients while pruning at most {args.prune_batch} a statement, median of {REPETITIONS} (ms)", f"{busy_p99:.1f}",
-             f"without pruning {calm_p99:.1f} ms (runs {spread(busy)} / {spread(calm)})", f"{busy_p99 / calm_p99:.2f}",
+             f"without pruning {calm_p99:.1f} ms (runs {harness.spread(busy)} / {harness.spread(calm)})", f"{busy_p99 / calm_p99:.2f}",
              "<= 1.3"),
             ("run tables after pruning and VACUUM FULL (MB)", f"{compacted / 2**20:.1f}",
              f"only the kept runs: {reference / 2**20:.1f} MB", f"{compacted / reference:.2f}", "<= 1.5"),
