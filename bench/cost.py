@@ -77,13 +77,13 @@ def private_server():
     return server
 
 
-def one_run(fake, index: int, measure) -> None:
+def one_run(fake, index: int, measure, receiver: dict) -> str:
     from scheduler.cleanup import billing_sweep, sandbox_sweep
     from scheduler.outbox import drainer
     from scheduler.runs import lifecycle, settlement
 
-    request = lifecycle.LaunchRequest(play_name="cost:play", org_id=ORG, launch={"sandboxProvider": "daytona"},
-                                      max_attempts=1)
+    request = lifecycle.LaunchRequest(play_name="cost:play", org_id=ORG,
+                                      launch={"sandboxProvider": "daytona", **receiver}, max_attempts=1)
     run_id = measure("launch", lambda: lifecycle.launch_run(request).run_id)
     claim = measure("claim", lambda: lifecycle.claim_queued_runs(1)[0])
     sandbox_id = f"cost-{index}"
@@ -105,11 +105,12 @@ def one_run(fake, index: int, measure) -> None:
                                 sandbox_sweep.run_once(["daytona"], "cost-cleaner", now=later)))
     billed = measure("billing", lambda: billing_sweep.run_once("cost-billing"))
     assert billed.counts["finalized"] == 1, billed.counts
+    return run_id
 
 
-def measured_runs(fake, runs: int, first: int) -> dict[str, list]:
+def measured_runs(fake, runs: int, first: int, receiver: dict, run_ids: list | None = None) -> dict[str, list]:
     """Per phase, the summed (commits, WAL bytes, statement ms, full-page images, active ms, own WAL bytes) of
-    `runs` runs."""
+    `runs` runs delivering to `receiver` (the launch's receiver keys; empty: the built-in one)."""
     totals = {phase: [0, 0, 0.0, 0, 0.0, 0] for phase in (*PHASES, "nothing")}
 
     def measure(phase, work):
@@ -121,7 +122,9 @@ def measured_runs(fake, runs: int, first: int) -> dict[str, list]:
         return value
 
     for index in range(first, first + runs):
-        one_run(fake, index, measure)
+        run_id = one_run(fake, index, measure, receiver)
+        if run_ids is not None:
+            run_ids.append(run_id)
         # What a measurement costs by itself (its flush and snapshot reads), taken off every phase; measured
         # beside each run, so a checkpoint's full-page images fall on the runs and the floor alike.
         measure("nothing", lambda: None)
@@ -165,8 +168,47 @@ def _common_prefix(left: list[str], right: list[str]) -> int:
     return length
 
 
+# What each row a finished run keeps is for; none can go before the run's retention ends (RET-1).
+KEPT_ROWS = {
+    "runs": "the run: status, launch, input and result (the status read, get_result, the admin)",
+    "attempts": "the attempt's lease and its one verdict (the fence every later write checks)",
+    "outbox": "each fact, delivered or not: the order and the dedup key of what the ledger received",
+    "run_ledger_events": "the built-in receiver's copy of each fact (none when the ledger is external)",
+    "sandbox_cleanup_jobs_v2": "the tombstone: proof the provider accepted the sandbox's delete",
+    "sandbox_cleanup_events_v2": "the append-only record of the delete (accepted, confirmed)",
+    "compute_billing_jobs_v2": "billing's state for the run, finalized once",
+    "billing_items": "the invoice line, kept on billing's own clock (RET-2)",
+}
+
+
+def kept_rows(run_ids: list[str]) -> list[tuple]:
+    """Per table, the rows one run keeps and their average size (row data, without index entries)."""
+    from django.db import connection
+
+    rows = []
+    with connection.cursor() as cursor:
+        for table, why in KEPT_ROWS.items():
+            cursor.execute(f"SELECT count(*), coalesce(avg(pg_column_size(kept.*)), 0) FROM {table} AS kept "
+                           "WHERE kept.run_id = ANY (%s)", [run_ids])
+            count, size = cursor.fetchone()
+            rows.append((table, f"{count / len(run_ids):.1f}", f"{float(size):.0f} B", why))
+    data = sum(float(count) * float(size.split()[0]) for _, count, size, _ in rows)
+    rows.append(("all of them", "", f"{data / 1024:.1f} KB a run",
+                 "the rest of a run's WAL: index entries, each update's new row version, commit records"))
+    return rows
+
+
 def whole(totals: dict[str, list], slot: int, runs: int) -> float:
     return sum(total[slot] for total in totals.values()) / runs
+
+
+def phase_rows(totals: dict[str, list], runs: int) -> list[tuple]:
+    rows = []
+    for phase in PHASES:
+        commits, wal, statements, fpi, _, _ = totals[phase]
+        rows.append((f"  {phase}: commits; WAL; statement time per run", f"{commits / runs:.1f}",
+                     f"{wal / runs / 1024:.1f} KB ({fpi / runs:.2f} FPI); {statements / runs:.2f} ms", "", ""))
+    return rows
 
 
 def main():
@@ -175,9 +217,13 @@ def main():
     from django.conf import settings
     from django.db import connections
 
+    from tests.outbox.fake_receiver import COORDINATOR_TOKEN, FakeReceiver
     from tests.providers.fake_daytona import FakeDaytona
 
     server = None if os.environ.get("DATABASE_URL") else private_server()
+    receiver, run_ids = FakeReceiver(), []
+    # The production path: each launch names its run ledger's API, and the drainer delivers there over HTTP.
+    external = {"runtimeApiBaseUrl": receiver.url, "coordinatorInternalToken": COORDINATOR_TOKEN}
     try:
         with FakeDaytona({"key-cost": ORG}) as fake:
             os.environ.update(SCHEDULER_DAYTONA_API_URL=fake.url, LOG_LEVEL="WARNING",
@@ -185,19 +231,20 @@ def main():
             harness.setup_django(harness.recreate_database(server.url if server else harness.server_url()))
             with connections["default"].cursor() as cursor:
                 cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-            prepared = measured_runs(fake, runs, 0)
+            built_in = measured_runs(fake, runs, 0, {})
+            with connections["default"].cursor() as cursor:
+                cursor.execute("SELECT pg_stat_statements_reset()")  # the foot's table: the external path's
+            prepared = measured_runs(fake, runs, runs, external, run_ids)
+            top, kept = top_statements(), kept_rows(run_ids)
             settings.SCHEDULER_PREPARE_STATEMENTS = False
             connections.close_all()
-            top = top_statements()
-            unprepared = measured_runs(fake, runs, runs)
+            unprepared = measured_runs(fake, runs, 2 * runs, external)
     finally:
+        receiver.close()
         if server is not None:
             server.stop()
-    rows = [("measure", "value", "reference", "ratio", "target")]
-    for phase in PHASES:
-        commits, wal, statements, fpi, active, _ = prepared[phase]
-        rows.append((f"  {phase}: commits; WAL; statement time per run", f"{commits / runs:.1f}",
-                     f"{wal / runs / 1024:.1f} KB ({fpi / runs:.2f} FPI); {statements / runs:.2f} ms", "", ""))
+    rows = [("measure", "value", "reference", "ratio", "target"), ("external ledger on loopback (the production path)", "", "", "", "")]
+    rows += phase_rows(prepared, runs)
     wal_kb, statement_ms = whole(prepared, 1, runs) / 1024, whole(prepared, 2, runs)
     rows.append(("whole run: write transactions", f"{whole(prepared, 0, runs):.1f}", "", "", ""))
     own_kb = whole(prepared, 5, runs) / 1024
@@ -208,10 +255,16 @@ def main():
     rows.append(("whole run, statements not prepared (a pooler < 1.21): server time (ms)",
                  f"{whole(unprepared, 2, runs):.2f}", f"{whole(unprepared, 2, runs) / statement_ms:.2f}x prepared",
                  "", ""))
-    harness.print_table("where the server time of the prepared runs went",
+    rows.append(("built-in receiver (a second copy of every fact in this database)", "", "", "", ""))
+    rows += phase_rows(built_in, runs)
+    rows.append(("whole run: WAL (KB); server time (ms)", f"{whole(built_in, 1, runs) / 1024:.1f}",
+                 f"{whole(built_in, 2, runs):.2f} ms; {whole(built_in, 0, runs):.1f} write transactions", "", ""))
+    harness.print_table("where the server time of the external path's runs went",
                         [("statement", "calls", "ms per run", "of which planning")]
                         + [(name, calls, f"{total / runs:.3f}", f"{planning / runs:.3f}")
                            for name, calls, total, planning in top])
+    harness.print_table("the rows a finished run keeps (external path) and why each is required",
+                        [("table", "rows a run", "average size", "why")] + kept)
     harness.report(f"the database cost of one run ({runs} runs each way)", rows, args.check)
 
 
