@@ -13,7 +13,7 @@ import sys
 import time
 
 import harness
-import lifecycle as lifecycle_bench
+import terminal_latency
 
 KEPT_OPEN, KEPT_HELD = 5_000, 5_000
 REPETITIONS = harness.REPETITIONS
@@ -129,7 +129,7 @@ def terminal_p99_while_pruning(bench_url: str, requests: int, prefix: str, batch
                     break
             else:
                 raise SystemExit("the pruner pruned nothing within a minute")
-        return lifecycle_bench.bench_http_terminal(bench_url, requests, clients=16, prefix=prefix)[1]
+        return terminal_latency.bench_http_terminal(bench_url, requests, clients=16, prefix=prefix)[1]
     finally:
         pruner.terminate()
         pruner.wait(30)
@@ -206,7 +206,7 @@ def main():
         with connection.cursor() as cursor:
             seed_old(cursor, LATE_RUNS, prefix=f"late{repetition}-")
         harness.quiesce(bench_url)
-        calm.append(lifecycle_bench.bench_http_terminal(bench_url, 4_000, clients=16, prefix=f"calm{repetition}")[1])
+        calm.append(terminal_latency.bench_http_terminal(bench_url, 4_000, clients=16, prefix=f"calm{repetition}")[1])
         harness.quiesce(bench_url)
         busy.append(terminal_p99_while_pruning(bench_url, 4_000, f"busy{repetition}", args.prune_batch))
     calm_p99, busy_p99 = harness.median(calm), harness.median(busy)

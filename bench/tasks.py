@@ -17,6 +17,7 @@ import time
 
 import harness
 import lifecycle as lifecycle_bench
+import terminal_latency
 
 THREADS = 8
 LATER = dt.datetime.now(dt.UTC) + dt.timedelta(days=1)
@@ -79,7 +80,7 @@ def enqueue_to_finished(bench_url: str, count: int) -> list[float]:
     """Seconds from enqueue to a finished result, one task at a time, polled as a caller would (every 20 ms)."""
     from scheduler.stack.demo_tasks import greet
 
-    processes = _start_stack(bench_url, lifecycle_bench.free_port())
+    processes = _start_stack(bench_url, terminal_latency.free_port())
     try:
         samples = []
         for number in range(count + 2):
