@@ -1,14 +1,16 @@
-"""Dispatch benchmark: launch→parked latency and starts per second against a fake Daytona over loopback HTTP.
+"""Dispatch benchmark: starts per second and launch->parked latency against a fake Daytona over loopback HTTP.
 
 Runs are launched at once (one statement), then `dispatch_runs` processes (the real command, its pool of
-concurrent starts) drain the queue while the fake's sandbox create takes 0 ms, then 500 ms. Launch→parked is
-the run's created_at to the start time its suspension records just before parking. Launched at once, that is
-mostly the wait in the queue: with N runs and S starts/s the median run waits about N / (2 S), so a 20 ms
-median for 2,000 at once would take 50,000 starts/s. A second row launches one run at a time at 100/s, below
-what one dispatcher starts, and shows what a launch waits when the dispatcher keeps up (the LISTEN wake-up,
-the claim, the start and the park). The fake keeps connections alive, as Daytona's API does: the dispatcher's
-pooled clients then reuse them, instead of connecting (and the fake starting a thread) for each of a start's
-three calls.
+concurrent starts) drain the queue while the fake's sandbox create takes 0 ms, then 500 ms. Launch->parked is
+the run's created_at to the start time its suspension records just before parking.
+
+With 0 ms starts one dispatcher is bound by its own process, most of it the three Daytona calls a start makes.
+So its rate is judged against a replay, in the same run, of just those calls: the provider's own start (create,
+session, exec) against the same fake from as many threads as the dispatcher starts at once, with no database.
+Launched at once, launch->parked is mostly the wait in line (with N runs and S starts/s the median run waits
+about N / (2 S)); the latency target is for launches offered one at a time at 80% of the measured start rate,
+what a dispatcher that keeps up makes a launch wait (the LISTEN wake-up, the claim, the start and the park).
+The fake keeps connections alive, as Daytona's API does.
 
 Run: ./dev bench dispatch [--quick] [--check]   (by hand, never in CI)
 """
@@ -24,8 +26,10 @@ import time
 import harness
 
 RUNS = 2_000
-# What a launch waits when the dispatcher keeps up: a trickle at half of what one dispatcher starts with 0 ms starts.
-PACED_RUNS, PACED_PER_SECOND, PACED_WARM_UP = 1_000, 100.0, 50
+# What a launch waits when the dispatcher keeps up: launches one at a time at this share of its measured rate.
+# The warm-up: each of the dispatcher's 32 start threads opens its database connection, prepares its statements and
+# opens its HTTP connection on its first starts (the first 80 launches here waited up to 180 ms for that).
+PACED_RUNS, PACED_SHARE, PACED_WARM_UP = 1_000, 0.8, 200
 ORG = "org-bench"
 
 
@@ -123,6 +127,53 @@ def measure(bench_url: str, fake, runs: int, start_ms: int, processes: int, pace
             "rate": runs / span if span else float("inf")}
 
 
+def replay(fake_url: str, starts: int, threads: int) -> float:
+    """Starts per second of the provider's own start (its three HTTP calls) from `threads` threads of a process of
+    their own (as the dispatcher is: the fake answers from this one), no database."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+    child = context.Process(target=_replay_process, args=(fake_url, starts, threads, sender))
+    child.start()
+    rate = receiver.recv()
+    child.join()
+    assert child.exitcode == 0, f"the replay process failed ({child.exitcode})"
+    return rate
+
+
+def _replay_process(fake_url: str, starts: int, threads: int, pipe) -> None:
+    import threading
+
+    from scheduler import outbound
+    from scheduler.providers.base import StartRequest
+    from scheduler.providers.daytona import DaytonaProvider
+
+    provider = DaytonaProvider(fake_url, {ORG: "key-bench"})
+    # An environment of the size the dispatcher sends (run and attempt, a runner token, the API's address).
+    env = {"SCHEDULER_RUN_ID": "dispatch-000001", "SCHEDULER_ATTEMPT": "1", "SCHEDULER_RUNNER_TOKEN": "t" * 180,
+           "SCHEDULER_API_URL": "http://127.0.0.1:8000", "SCHEDULER_HEARTBEAT_MS": "10000"}
+    barrier = threading.Barrier(threads + 1)
+
+    def starter(index):
+        barrier.wait()
+        try:
+            for number in range(index, starts, threads):
+                provider.start(StartRequest(f"replay-{number}", 1, ORG, env, ["python3", "-m", "scheduler.sandbox.runner"]))
+        finally:
+            outbound.close_thread_transports()
+
+    workers = [threading.Thread(target=starter, args=(index,)) for index in range(threads)]
+    for worker in workers:
+        worker.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for worker in workers:
+        worker.join()
+    pipe.send(starts / (time.perf_counter() - started))
+    pipe.close()
+
+
 def main():
     parser = harness.arguments("a fifth of the runs, for a smoke run")
     args = parser.parse_args()
@@ -131,20 +182,29 @@ def main():
     harness.setup_django(bench_url)
     from tests.providers.fake_daytona import FakeDaytona
 
+    from scheduler.conf import scheduler_settings
+
+    threads = scheduler_settings.dispatch_starts
     with FakeDaytona({"key-bench": ORG}, keep_alive=True) as fake:
         instant = measure(bench_url, fake, runs, 0, 1)
-        paced = measure(bench_url, fake, PACED_RUNS // (5 if args.quick else 1), 0, 1, paced=PACED_PER_SECOND)
+        replayed = replay(fake.url, runs, threads)
+        offered = instant["rate"] * PACED_SHARE
+        paced = measure(bench_url, fake, PACED_RUNS // (5 if args.quick else 1), 0, 1, paced=offered)
         one = measure(bench_url, fake, runs, 500, 1)
         two = measure(bench_url, fake, runs, 500, 2)
     rows = [("measure", "value", "reference", "ratio", "target"),
-            (f"{runs} launched at once, 0 ms starts, 1 dispatcher: launch->parked p50 (ms)", f"{instant['p50']:.0f}",
-             f"p99 {instant['p99']:.0f} ms, {instant['rate']:.0f} starts/s", f"{instant['p50']:.1f}", "<= 20"),
-            (f"  launched one at a time at {PACED_PER_SECOND:.0f}/s, 0 ms starts: launch->parked p50 (ms)",
-             f"{paced['p50']:.0f}", f"p99 {paced['p99']:.0f} ms", f"{paced['p50']:.1f}", "<= 20"),
+            (f"{runs} launched at once, 0 ms starts, 1 dispatcher (starts/s)", f"{instant['rate']:.0f}",
+             f"its 3 HTTP calls replayed from {threads} threads, no database: {replayed:.0f} starts/s",
+             f"{instant['rate'] / replayed:.2f}", ">= 0.60"),
+            ("  launch->parked of those, mostly the wait in line (ms)", f"{instant['p50']:.0f}",
+             f"p99 {instant['p99']:.0f} ms", "", ""),
+            (f"  launched one at a time at {PACED_SHARE:.0%} of that ({offered:.0f}/s): launch->parked p50 (ms)",
+             f"{paced['p50']:.1f}", f"{paced['rate']:.0f} parked/s", f"{paced['p50']:.1f}", "<= 20"),
+            ("    the same: p99 (ms)", f"{paced['p99']:.1f}", "", f"{paced['p99']:.1f}", "<= 100"),
             ("  500 ms starts, 1 dispatcher (starts/s)", f"{one['rate']:.0f}",
              f"p50 {one['p50']:.0f} ms, p99 {one['p99']:.0f} ms", f"{one['rate']:.1f}", ">= 50"),
             ("  500 ms starts, 2 dispatchers (starts/s)", f"{two['rate']:.0f}", "1 dispatcher",
-             f"{two['rate'] / one['rate']:.2f}", ">= 1.70")]
+             f"{two['rate'] / one['rate']:.2f}", ">= 1.80")]
     harness.report(f"dispatch benchmark ({'quick' if args.quick else 'full'})", rows, args.check)
 
 
