@@ -8,13 +8,21 @@ between threads.
 
 from __future__ import annotations
 
-import functools
 import ssl
+import threading
 
 import httpx
 
+_lock = threading.Lock()
+_context: list[ssl.SSLContext] = []
 
-@functools.cache
+
 def client_ssl_context() -> ssl.SSLContext:
-    """httpx's own default verification (its CA bundle, SSL_CERT_FILE and SSL_CERT_DIR honoured), made once."""
-    return httpx.create_ssl_context()
+    """httpx's own default verification (its CA bundle, SSL_CERT_FILE and SSL_CERT_DIR honoured), made once.
+
+    Under a lock: the 32 start threads' first calls come at once, and each would otherwise build its own.
+    """
+    with _lock:
+        if not _context:
+            _context.append(httpx.create_ssl_context())
+        return _context[0]

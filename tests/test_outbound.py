@@ -100,3 +100,37 @@ def test_a_receiver_that_never_answers_times_out_as_an_http_error(monkeypatch):
         with pytest.raises(httpx.ReadTimeout):
             outbound.request("POST", url, content=b"{}", headers={}, timeout=httpx.Timeout(0.2, connect=2.0))
     outbound.close_thread_transports()
+
+
+def test_a_proxy_that_asks_for_credentials_gets_the_ones_its_url_carries(recorder, monkeypatch):
+    monkeypatch.setenv("HTTP_PROXY", recorder.url.replace("http://", "http://relay:s%40cret@"))
+    assert post("http://receiver.example/internal/events").status_code == 200
+    assert recorder.seen[0]["headers"]["proxy-authorization"] == "Basic cmVsYXk6c0BjcmV0"  # relay:s@cret
+
+
+def test_a_kept_connection_the_server_closed_is_replaced__not_failed(recorder):
+    """Servers close idle keep-alive connections: the next call opens a new one instead of failing on the old."""
+    accepted, closed = [], threading.Event()
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+
+        def serve():
+            for _ in range(2):
+                connection, _ = listener.accept()
+                accepted.append(connection)
+                connection.recv(65536)
+                # Kept alive by its headers, then closed by the server (as an idle timeout does).
+                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+                connection.close()
+                closed.set()
+
+        server = threading.Thread(target=serve, daemon=True)
+        server.start()
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/x"
+        assert post(url).status_code == 200
+        assert closed.wait(5)  # the server closed the first connection (loopback delivers its FIN at once)
+        assert post(url).status_code == 200
+        server.join(5)
+    assert len(accepted) == 2

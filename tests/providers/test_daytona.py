@@ -139,22 +139,20 @@ def test_calls_reuse_one_connection_per_thread():
 
 
 def test_every_threads_client_shares_one_tls_context():
-    """A start thread's first call does not build a TLS context of its own (the CA bundle's ~20 ms, GIL held)."""
+    """A start thread's first HTTPS connection does not build a TLS context of its own (the CA bundle's ~20 ms,
+    GIL held)."""
     import threading
 
-    with FakeDaytona(KEYS) as fake:
-        provider = DaytonaProvider(fake.url, {"org-a": "key-a"}, timeout=5)
-        contexts = []
+    contexts = []
 
-        def start(number):
-            provider.start(StartRequest(f"run-{number}", 1, "org-a", {}, ["python3", "-m", "scheduler.sandbox.runner"]))
-            (transport,) = outbound._THREAD.by_origin.values()
-            contexts.append(transport._pool._ssl_context)
-            outbound.close_thread_transports()
+    def connect(number):
+        connection = outbound.new_connection("https", "daytona.example", 443, None, 5.0)
+        contexts.append(connection._context)
+        connection.close()
 
-        threads = [threading.Thread(target=start, args=(number,)) for number in range(3)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+    threads = [threading.Thread(target=connect, args=(number,)) for number in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     assert len(contexts) == 3 and len({id(context) for context in contexts}) == 1
