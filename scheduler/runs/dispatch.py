@@ -180,6 +180,10 @@ class DispatchPool:
         except Exception as error:  # noqa: BLE001 - the claim lease expires and the sweep recovers it (RUN-9)
             logger.warning("dispatch run=%s attempt=%s start failed in its thread: %s", claim.run_id, claim.attempt,
                            describe(error))
+            # A connection the failure broke (a database restart) is closed here, or every later start of this
+            # thread would fail on it: no request or tick boundary checks the start threads' connections.
+            for thread_connection in connections.all(initialized_only=True):
+                thread_connection.close_if_unusable_or_obsolete()
         finally:
             # The thread keeps its connection for its next start (a new connection and its prepared statements
             # cost more than a start's own statements); close() closes them all.

@@ -6,7 +6,7 @@ import pytest
 
 from scheduler.runs import dispatch
 from tests import factories
-from tests.factories import one
+from tests.factories import one, query
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -48,3 +48,22 @@ def test_a_start_that_raises_in_its_thread_frees_its_slot(daytona, monkeypatch):
     pool.tick(1)
     pool.close()
     assert pool._in_flight == 0  # the claim lease expires and the sweep recovers the run (RUN-9)
+
+
+def test_a_start_thread_whose_connection_broke_reconnects_for_its_next_start(daytona):
+    """A database restart breaks every start thread's connection: the start that finds it broken fails (its claim
+    lease recovers it), and the thread's next start parks on a new connection."""
+    pool = dispatch.DispatchPool(1)
+    try:
+        for number in range(3):
+            run_id = launch(1)[0]
+            if number == 1:  # what a restart does to the start thread's connection (this one is kept)
+                query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
+                      "AND pid <> pg_backend_pid() AND backend_type = 'client backend'")
+            pool._slot_freed.clear()
+            assert pool.tick(1).counts["claimed"] == 1
+            assert pool._slot_freed.wait(30)
+            status = one("SELECT status FROM runs WHERE run_id = %s", [run_id])
+            assert status == ("running" if number == 1 else "waiting"), (number, status)
+    finally:
+        pool.close()
