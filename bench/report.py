@@ -1,7 +1,8 @@
 """Run every benchmark, keep their tables in bench/results/<date>.json and draw the plots beside it.
 
 Plots (matplotlib, the `bench` extra): the claim->settle cycle against procrastinate and pgqueuer, the ratios
-to the pgbench limits, runner-terminal latency percentiles, and the soak's completed rate over time.
+to the pgbench limits, runner-terminal latency percentiles, the soak's completed rate over time, and the
+capacity search (`soak --find-max`: offered against completed, with the delivery lag) and its chaos hold.
 
 Run: ./dev bench report [--quick] [--check]   (by hand, never in CI; --quick passes --quick to each bench)
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 import harness
 
 BENCHES = ("lifecycle", "discovery", "dispatch", "outbox", "cleanup", "receipts", "soak", "cost", "fairness",
-           "schedules", "tasks", "retention")
+           "schedules", "tasks", "retention", "soak --find-max")
 RESULTS = harness.PROJECT_DIR / "bench" / "results"
 
 
@@ -29,7 +30,8 @@ def run_all(quick: bool) -> tuple[list[dict], dict[str, int]]:
     codes = {}
     for name in BENCHES:
         print(f"== ./dev bench {name}{' --quick' if quick else ''}", flush=True)
-        command = [sys.executable, str(harness.PROJECT_DIR / "bench" / f"{name}.py"), "--check"]
+        script, *options = name.split()
+        command = [sys.executable, str(harness.PROJECT_DIR / "bench" / f"{script}.py"), *options, "--check"]
         if quick:
             command.append("--quick")
         codes[name] = subprocess.run(command, env=dict(os.environ, BENCH_RESULTS=path)).returncode
@@ -56,7 +58,7 @@ def plot(tables: list[dict], stem: Path) -> list[Path]:
     matplotlib.use("Agg")  # files only, no display
     from matplotlib import pyplot
 
-    figure, axes = pyplot.subplots(2, 2, figsize=(13, 8.5))
+    figure, axes = pyplot.subplots(3, 2, figsize=(13, 12.5))
     lifecycle = _rows(tables, "lifecycle")
     cycle = [(row[0], _number(row[1])) for row in lifecycle if row[0].startswith(("full cycle", "  vs"))]
     if cycle:
@@ -80,17 +82,35 @@ def plot(tables: list[dict], stem: Path) -> list[Path]:
         axes[1][0].axhline(20, color="#c53030", linestyle="--", linewidth=1, label="p99 target at 16 clients")
         axes[1][0].legend()
     axes[1][0].set_title("POST /internal/runner/terminal latency (ms) by clients")
-    soak = next((table["series"] for table in tables if table["bench"] == "soak"), {})
+    soak = next((table["series"] for table in tables if table["bench"] == "soak" and "offered" not in table["series"]), {})
     if soak.get("completed_per_second"):
         seconds = [soak["window_seconds"] * (index + 1) for index in range(len(soak["completed_per_second"]))]
         axes[1][1].plot(seconds, soak["completed_per_second"], marker=".")
         axes[1][1].set_ylim(bottom=0)
     axes[1][1].set_title("soak: completed runs per second over time (s)")
+    plot_capacity(axes[2], next((table["series"] for table in tables if "offered" in table["series"]), {}))
     figure.suptitle(f"run scheduler benchmarks, {stem.name}")
     figure.tight_layout()
     path = stem.with_suffix(".png")
     figure.savefig(path, dpi=90)
     return [path]
+
+
+def plot_capacity(axes, capacity: dict) -> None:
+    """The capacity search (offered against completed whole runs, the delivery lag beside) and its chaos hold."""
+    if capacity.get("offered"):
+        axes[0].plot(capacity["offered"], capacity["completed"], marker="o", label="completed")
+        axes[0].plot(capacity["offered"], capacity["offered"], linestyle="--", color="#a0aec0", label="offered")
+        axes[0].legend(loc="upper left")
+        lag = axes[0].twinx()
+        lag.plot(capacity["offered"], capacity["lag_p99_ms"], marker=".", color="#c53030")
+        lag.set_ylabel("delivery lag p99 (ms)", color="#c53030")
+    axes[0].set_title("capacity: whole runs completed per second by offered rate")
+    if capacity.get("chaos_completed_per_second"):
+        rates = capacity["chaos_completed_per_second"]
+        axes[1].plot([capacity["window_seconds"] * (index + 1) for index in range(len(rates))], rates, marker=".")
+        axes[1].set_ylim(bottom=0)
+    axes[1].set_title("capacity: 80% of it under chaos, runs/s over time (s)")
 
 
 def main():

@@ -5,7 +5,13 @@ the delivery lag and the dead tuples of runs and outbox.
 Targets: the completed rate of the last minute is at least 0.9 of the first minute's, and dead tuples stay
 bounded (the last minute's peak at most twice the first minute's, or under 20,000).
 
-Run: ./dev bench soak [--quick] [--check] [--rate N] [--minutes M]   (by hand, never in CI; --quick: 2 minutes)
+With --find-max (capacity.py): whole runs (launch, dispatch, three heartbeats, settle, delivery to an external
+receiver, cleanup, billing) offered at a rising rate until fewer than 95% of them complete or the delivery lag's
+p99 passes 1 s; the highest rate sustained, the server time per run at it and where the time and the CPU went;
+then 80% of it held for 3 minutes (--quick: 1) while a random worker is SIGKILLed every 10 s and PostgreSQL is
+crashed and restarted once, and the four promises checked by queries at the end.
+
+Run: ./dev bench soak [--quick] [--check] [--rate N] [--minutes M] [--find-max]   (by hand, never in CI)
 """
 
 from __future__ import annotations
@@ -89,7 +95,12 @@ def main():
     parser = harness.arguments("2 minutes instead of 3")
     parser.add_argument("--rate", type=float, default=40.0, help="launches per second (default 40)")
     parser.add_argument("--minutes", type=float, default=None)
+    parser.add_argument("--find-max", action="store_true", help="the highest sustained rate, then held under chaos")
     args = parser.parse_args()
+    if args.find_max:
+        import capacity_soak
+
+        return capacity_soak.main(args)
     minutes = args.minutes or (2.0 if args.quick else 3.0)
     bench_url = harness.recreate_database(harness.server_url())
     harness.setup_django(bench_url)

@@ -1,0 +1,253 @@
+"""Capacity (issue 32): the highest rate of whole runs one primary sustains, and that rate held under faults.
+
+A whole run: launched here at the offered rate, dispatched by `dispatch_runs` through an instant fake Daytona,
+three heartbeats and its terminal sent here as its runner would, its facts delivered by `drain_outbox` to an
+external receiver on loopback, its sandbox deleted by `run_sandbox_cleanup` and its billing finalized by
+`finalize_billing` (`run_liveness_sweep` beside them). The fakes run in processes of their own, so this one's
+GIL is not theirs. Used by `./dev bench soak --find-max`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import harness
+
+ORG = "org-capacity"
+KINDS = {"dispatch": ["dispatch_runs", "--interval", "0.5"], "drain": ["drain_outbox", "--interval", "0.5"],
+         "cleanup": ["run_sandbox_cleanup", "--providers", "daytona", "--interval", "0.5"],
+         "billing": ["finalize_billing", "--interval", "0.5"], "liveness": ["run_liveness_sweep", "--interval", "1"]}
+RUNNER_THREADS = 4
+RESULT = {"status": "completed", "output": {"ok": True},
+          "stats": {"runtimeResources": {"cpuMs": 1, "wallMs": 1, "peakMemoryBytes": 1}}}
+
+
+def process_cpu(pid: int, children: bool = False) -> float:
+    """CPU seconds (user and system) a process has used, with `children` that of its children that ended; 0 once
+    it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if children else 0)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def server_cpu(pgdata: Path) -> float:
+    """CPU seconds of the private server's postmaster and every process it started (ended backends included)."""
+    postmaster = int(Path(pgdata, "postmaster.pid").read_text().split()[0])
+    total = process_cpu(postmaster, children=True)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if parent == postmaster:
+                total += process_cpu(int(entry.name))
+    return total
+
+
+class Stack:
+    """The worker processes, one of each kind, restarted when killed; their CPU kept across restarts."""
+
+    def __init__(self, env: dict):
+        self.env = env
+        self.spent = dict.fromkeys(KINDS, 0.0)
+        self.processes = {kind: self._start(kind) for kind in KINDS}
+
+    def _start(self, kind: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, str(harness.PROJECT_DIR / "manage.py"), *KINDS[kind]],
+                                cwd=harness.PROJECT_DIR, env=self.env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+
+    def kill(self, kind: str) -> None:
+        process = self.processes[kind]
+        self.spent[kind] += process_cpu(process.pid)
+        process.send_signal(signal.SIGKILL)
+        process.wait(30)
+        self.processes[kind] = self._start(kind)
+
+    def cpu(self) -> dict[str, float]:
+        return {kind: self.spent[kind] + process_cpu(process.pid) for kind, process in self.processes.items()}
+
+    def stop(self) -> None:
+        for process in self.processes.values():
+            process.terminate()
+        for process in self.processes.values():
+            process.wait(60)
+
+
+def _serve_fake(kind: str, pipe) -> None:
+    """A fake in a process of its own: sends its URL, serves until asked, then sends what it saw."""
+    sys.path.insert(0, str(harness.PROJECT_DIR))
+    if kind == "daytona":
+        from tests.providers.fake_daytona import FakeDaytona
+
+        fake = FakeDaytona({"key-capacity": ORG}, keep_alive=True).__enter__()
+    else:
+        from tests.outbox.fake_receiver import FakeReceiver
+
+        fake = FakeReceiver()
+        fake.requests = _Discard()  # keep what the checks need (sightings), not every request's body
+    pipe.send(fake.url)
+    pipe.recv()
+    if kind == "daytona":
+        pipe.send({sandbox_id: (sandbox["state"], (sandbox.get("labels") or {}).get("runId"))
+                   for sandbox_id, sandbox in fake.sandboxes.items()})
+    else:
+        pipe.send(fake.sightings)
+
+
+class _Discard(list):
+    def append(self, item) -> None:
+        pass
+
+
+class Fake:
+    """A fake Daytona or run-ledger receiver in a forked process; `seen()` ends it and returns what it saw."""
+
+    def __init__(self, kind: str):
+        import multiprocessing
+
+        context = multiprocessing.get_context("fork")
+        self._pipe, child_end = context.Pipe()
+        self.process = context.Process(target=_serve_fake, args=(kind, child_end), daemon=True)
+        self.process.start()
+        self.url = self._pipe.recv()
+
+    def seen(self):
+        self._pipe.send("report")
+        answer = self._pipe.recv()
+        self.process.kill()
+        self.process.join(10)
+        return answer
+
+
+def _survive(work, stop: threading.Event) -> None:
+    """Run `work` until stopped; a database fault (a restart under chaos) drops the connection and goes on."""
+    from django.db import connections
+
+    while not stop.is_set():
+        try:
+            if not work():
+                stop.wait(0.02)
+        except Exception:  # noqa: BLE001 - the server restarts under chaos; the runners and launches go on
+            connections.close_all()
+            stop.wait(0.2)
+    connections.close_all()
+
+
+class Load:
+    """The offered launches (paced, the rate may change) and the runners (heartbeats, then the terminal)."""
+
+    def __init__(self, receiver_url: str):
+        from tests.outbox.fake_receiver import COORDINATOR_TOKEN
+
+        self.rate = 0.0
+        self.launched = 0
+        self.stop = threading.Event()
+        self.launch = {"sandboxProvider": "daytona", "runtimeApiBaseUrl": receiver_url,
+                       "coordinatorInternalToken": COORDINATOR_TOKEN}
+        self._paced_from, self._paced_count = time.monotonic(), 0
+        self.threads = [threading.Thread(target=_survive, args=(self._launch_due, self.stop))]
+        self.threads += [threading.Thread(target=_survive, args=(lambda i=i: self._run_parked(i), self.stop))
+                         for i in range(RUNNER_THREADS)]
+        for thread in self.threads:
+            thread.start()
+
+    def offer(self, rate: float) -> None:
+        self.rate, self._paced_from, self._paced_count = rate, time.monotonic(), 0
+
+    def _launch_due(self) -> bool:
+        from scheduler.runs import lifecycle
+
+        due = int((time.monotonic() - self._paced_from) * self.rate)
+        if self._paced_count >= due:
+            return False
+        request = lifecycle.LaunchRequest(play_name="capacity:play", org_id=ORG, launch=self.launch, max_attempts=1)
+        lifecycle.launch_run(request)
+        self._paced_count += 1
+        self.launched += 1
+        return True
+
+    def _run_parked(self, share: int) -> bool:
+        from django.db import connection
+
+        from scheduler.runs import lifecycle, settlement
+
+        with connection.cursor() as cursor:
+            # The parked attempts without a terminal, through the sweep's own partial index (a scan of every
+            # attempt here would be this bench's cost, not the scheduler's).
+            cursor.execute("SELECT run_id, attempt, lease_token FROM attempts WHERE status = 'waiting' "
+                           "AND runner_result_json IS NULL AND liveness_deadline IS NOT NULL "
+                           "AND abs(hashtext(run_id)) %% %s = %s ORDER BY liveness_deadline LIMIT 32",
+                           [RUNNER_THREADS, share])
+            parked = cursor.fetchall()
+        for run_id, attempt, lease in parked:
+            for _ in range(3):
+                lifecycle.heartbeat(run_id, attempt, lease)
+        if parked:
+            settlement.settle_attempts([settlement.Settlement(run_id, attempt, lease, RESULT, from_runner=True)
+                                        for run_id, attempt, lease in parked])
+        return bool(parked)
+
+    def close(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(60)
+
+
+def window(since: float) -> dict:
+    """What happened since `since` (epoch seconds): runs finished, and the delivery lag's p99 (s)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM runs WHERE finished_at >= to_timestamp(%s)", [since])
+        finished = cursor.fetchone()[0]
+        cursor.execute("SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM delivered_at - created_at)) "
+                       "FROM outbox WHERE delivered_at >= to_timestamp(%s)", [since])
+        lag = cursor.fetchone()[0]
+    return {"finished": finished, "lag_s": float(lag or 0.0)}
+
+
+def statement_time() -> tuple[float, list[tuple]]:
+    """pg_stat_statements' total (planning and execution, ms) and its ten largest statements (calls, ms, text)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT coalesce(sum(total_plan_time + total_exec_time), 0) FROM pg_stat_statements")
+        total = float(cursor.fetchone()[0])
+        cursor.execute("SELECT calls, total_plan_time + total_exec_time, left(regexp_replace(query, '\\s+', ' ', 'g'), 70) "
+                       "FROM pg_stat_statements ORDER BY 2 DESC LIMIT 10")
+        return total, cursor.fetchall()
+
+
+def reset_statements() -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_statements_reset()")
+
+
+# What a worker SIGKILLed while holding a claim, a cleanup job or a billing job leaves to the others after this
+# long (the defaults are 300, 120 and 300 s): the soak's end waits for every run to settle.
+LEASE_SECONDS = "30"
+
+
+def json_env(fake_url: str) -> dict:
+    return {"SCHEDULER_DAYTONA_API_URL": fake_url, "SCHEDULER_DAYTONA_API_KEYS": json.dumps({ORG: "key-capacity"}),
+            "LOG_LEVEL": "WARNING", "SCHEDULER_CLAIM_LEASE_SECONDS": LEASE_SECONDS,
+            "SCHEDULER_CLEANUP_LEASE_SECONDS": LEASE_SECONDS, "SCHEDULER_BILLING_LEASE_SECONDS": LEASE_SECONDS}
+
+
+def pick_victim(rng: random.Random) -> str:
+    return rng.choice(list(KINDS))

@@ -1,0 +1,149 @@
+"""`./dev bench soak --find-max` (issue 32): the highest sustained rate of whole runs, then 80% of it under chaos.
+What a whole run is and how it is driven: capacity.py; what is checked at the end: capacity_checks.py.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from pathlib import Path
+
+import capacity
+import capacity_checks
+import harness
+
+FIRST_RATE, GROWTH, MOST_STEPS = 20.0, 1.25, 16
+WARM_UP_S = 5.0
+KILL_EVERY_S = 10.0
+
+
+def measure_step(load, stack, pgdata: Path, rate: float, seconds: float) -> dict:
+    """Offer `rate` for a warm-up and `seconds`; what completed, the lag, the server time and the CPU."""
+    load.offer(rate)
+    time.sleep(WARM_UP_S)
+    capacity.reset_statements()
+    since, cpu, server, python = time.time(), stack.cpu(), capacity.server_cpu(pgdata), time.process_time()
+    time.sleep(seconds)
+    seen = capacity.window(since)
+    statements, top = capacity.statement_time()
+    workers = stack.cpu()
+    done = max(seen["finished"], 1)
+    cpu_ms = {kind: (workers[kind] - cpu[kind]) * 1000 / done for kind in workers}
+    cpu_ms["postgres"] = (capacity.server_cpu(pgdata) - server) * 1000 / done
+    cpu_ms["bench (launches, runners)"] = (time.process_time() - python) * 1000 / done
+    completed = seen["finished"] / seconds
+    return {"offered": rate, "completed": completed, "lag_s": seen["lag_s"], "statement_ms": statements / done,
+            "top": [(calls, total / done, text) for calls, total, text in top], "cpu_ms": cpu_ms,
+            "sustained": completed >= 0.95 * rate and seen["lag_s"] <= 1.0}
+
+
+def find_max(load, stack, pgdata: Path, seconds: float) -> tuple[dict | None, list[dict]]:
+    steps, best, rate = [], None, FIRST_RATE
+    for _ in range(MOST_STEPS):
+        step = measure_step(load, stack, pgdata, rate, seconds)
+        steps.append(step)
+        print(f"  offered {rate:6.1f}/s: completed {step['completed']:6.1f}/s, lag p99 {step['lag_s'] * 1000:6.0f} ms, "
+              f"{step['statement_ms']:.2f} ms of statements a run", flush=True)
+        if not step["sustained"]:
+            break
+        best, rate = step, rate * GROWTH
+    load.offer(0.0)
+    return best, steps
+
+
+def hold_with_chaos(load, stack, server, rate: float, minutes: float) -> tuple[list[float], list[str]]:
+    """`rate` for `minutes`: every 10 s a random worker is SIGKILLed (and restarted); once, at the middle,
+    PostgreSQL crashes and restarts. The completed rate of each 10 s, and what was done when."""
+    rng, events, rates = random.Random(32), [], []
+    load.offer(rate)
+    started = time.monotonic()
+    crashed = False
+    while time.monotonic() - started < minutes * 60:
+        since = time.time()
+        time.sleep(KILL_EVERY_S)
+        victim = capacity.pick_victim(rng)
+        stack.kill(victim)
+        events.append(f"{time.monotonic() - started:5.0f} s: SIGKILL {victim}")
+        if not crashed and time.monotonic() - started >= minutes * 30:
+            server.restart("immediate")
+            crashed = True
+            events.append(f"{time.monotonic() - started:5.0f} s: PostgreSQL crashed and restarted")
+        rates.append(_finished_since(since) / KILL_EVERY_S)
+        print(f"  {events[-1]}; {rates[-1]:.1f} runs/s completed", flush=True)
+    load.offer(0.0)
+    return rates, events
+
+
+def _finished_since(since: float) -> int:
+    from django.db import connections
+
+    for _ in range(20):  # the server may be restarting
+        try:
+            return capacity.window(since)["finished"]
+        except Exception:  # noqa: BLE001
+            connections.close_all()
+            time.sleep(1)
+    return 0
+
+
+def main(args) -> None:
+    import cost  # its private server: pg_stat_statements preloaded, and a server this bench may crash
+
+    step_s, minutes = (10.0, 1.0) if args.quick else (20.0, 3.0)
+    server = cost.private_server()
+    daytona, receiver = capacity.Fake("daytona"), capacity.Fake("receiver")
+    try:
+        bench_url = harness.recreate_database(server.url)
+        harness.setup_django(bench_url)
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        stack = capacity.Stack(dict(os.environ, DATABASE_URL=bench_url, **capacity.json_env(daytona.url)))
+        load = capacity.Load(receiver.url)
+        try:
+            time.sleep(3)  # the workers start and LISTEN
+            best, steps = find_max(load, stack, server.pgdata, step_s)
+            held = 0.8 * (best["offered"] if best else FIRST_RATE)
+            rates, events = hold_with_chaos(load, stack, server, held, minutes)
+            # Launches stopped; the runners go on reporting for what is still parked until everything settled.
+            finished = capacity_checks.settled()  # what is still outstanding
+        finally:
+            load.close()
+        stack.stop()
+        kept = capacity_checks.promises(receiver.seen(), daytona.seen())
+    finally:
+        server.stop()
+    report(args, best, steps, held, minutes, rates, events, finished, kept)
+
+
+def report(args, best, steps, held, minutes, rates, events, finished, kept) -> None:
+    per_minute = int(60 / KILL_EVERY_S)
+    first, last = rates[:per_minute], rates[-per_minute:]
+    first_rate, last_rate = sum(first) / max(len(first), 1), sum(last) / max(len(last), 1)
+    rows = [("measure", "value", "reference", "ratio", "target")]
+    if best:
+        rows.append(("highest sustained rate of whole runs (runs/s)", f"{best['offered']:.1f}",
+                     f"completed {best['completed']:.1f}/s, delivery lag p99 {best['lag_s'] * 1000:.0f} ms", "", ""))
+        rows.append(("  server time per run at it (ms, pg_stat_statements)", f"{best['statement_ms']:.2f}", "", "", ""))
+        for kind, ms in sorted(best["cpu_ms"].items(), key=lambda item: -item[1]):
+            rows.append((f"  CPU per run: {kind} (ms)", f"{ms:.2f}", "", "", ""))
+    rows.append((f"held at {held:.1f}/s for {minutes:g} min under chaos: last minute's rate (runs/s)",
+                 f"{last_rate:.1f}", f"first minute {first_rate:.1f}",
+                 f"{last_rate / first_rate if first_rate else 0:.2f}", ">= 0.90"))
+    rows.append(("  everything settled afterwards (runs ended, facts delivered, cleaned, billed)",
+                 "NO" if finished else "yes", ", ".join(f"{what}: {count}" for what, count in finished.items()),
+                 "0" if finished else "1", ">= 1"))
+    for promise, count in kept.items():
+        rows.append((f"  {promise}", f"{count}", "", f"{count}", "<= 0"))
+    if best:
+        harness.print_table("where the server time went at the highest sustained rate",
+                            [("statement", "calls", "ms per run")]
+                            + [(text, calls, f"{ms:.3f}") for calls, ms, text in best["top"]])
+    print("\n  " + "\n  ".join(events))
+    harness.report(f"capacity ({'quick' if args.quick else 'full'})", rows, args.check,
+                   series={"offered": [step["offered"] for step in steps],
+                           "completed": [step["completed"] for step in steps],
+                           "lag_p99_ms": [step["lag_s"] * 1000 for step in steps],
+                           "chaos_completed_per_second": rates, "window_seconds": KILL_EVERY_S})
