@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 
+import capacity
 import harness
 
 ORG = "org-soak"
@@ -79,15 +80,11 @@ def settle_parked(stop: threading.Event) -> None:
 def sample(since: float) -> dict:
     from django.db import connection
 
+    seen = capacity.window(since)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM runs WHERE finished_at >= to_timestamp(%s)", [since])
-        completed = cursor.fetchone()[0]
-        cursor.execute("SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM delivered_at - created_at)) "
-                       "FROM outbox WHERE delivered_at >= to_timestamp(%s)", [since])
-        lag = cursor.fetchone()[0]
         cursor.execute("SELECT relname, n_dead_tup FROM pg_stat_user_tables WHERE relname IN ('runs', 'outbox')")
         dead = dict(cursor.fetchall())
-    return {"completed": completed, "lag_ms": (lag or 0) * 1000, "dead_runs": dead.get("runs", 0),
+    return {"completed": seen["finished"], "lag_ms": seen["lag_s"] * 1000, "dead_runs": dead.get("runs", 0),
             "dead_outbox": dead.get("outbox", 0)}
 
 

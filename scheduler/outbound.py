@@ -5,9 +5,9 @@ Why http.client and not httpx: with instant starts one dispatcher is CPU-bound o
 start. Through httpx's transport (already without a client's URL merging, cookies and redirects) the calls alone
 reached about 500 starts a second from 32 threads; the same calls over http.client reached about 1,800 (the
 `dispatch` benchmark replays them). These calls need little: connect and read timeouts, one TLS context
-(tls.py), a User-Agent, HTTP(S)_PROXY / ALL_PROXY / NO_PROXY from the environment, and a connection kept for
-the next call. Failures are raised as httpx's errors (httpx.HTTPError and its kinds), which the callers and
-their messages already speak.
+(tls.py), a User-Agent, HTTP(S)_PROXY / ALL_PROXY / NO_PROXY from the environment (an http:// proxy, with a
+CONNECT tunnel for HTTPS origins), and a connection kept for the next call. Failures are raised as httpx's
+errors (httpx.HTTPError and its kinds), which the callers and their messages already speak.
 """
 
 from __future__ import annotations
@@ -106,7 +106,11 @@ def new_connection(scheme: str, host: str, port: int | None, proxy: str | None,
     """An unconnected connection to the origin (through the proxy: to the proxy, tunnelled for HTTPS)."""
     if proxy:
         via = urlsplit(proxy)
-        address = (via.hostname, via.port or (443 if via.scheme == "https" else 80))
+        if via.scheme != "http" or not via.hostname:
+            # http.client speaks to a proxy in plain HTTP (a CONNECT tunnel carries TLS to the origin).
+            raise httpx.UnsupportedProtocol(f"the proxy the environment names must be an http:// URL, not "
+                                            f"{via.scheme or 'one without a scheme'}://")
+        address = (via.hostname, via.port or 80)
     else:
         address = (host, port or (443 if scheme == "https" else 80))
     if scheme == "https":

@@ -134,3 +134,12 @@ def test_a_kept_connection_the_server_closed_is_replaced__not_failed(recorder):
         assert post(url).status_code == 200
         server.join(5)
     assert len(accepted) == 2
+
+
+def test_a_proxy_named_with_another_scheme_than_http_is_refused_as_an_http_error(recorder, monkeypatch):
+    """The proxy is spoken to in plain HTTP (CONNECT carries TLS to the origin): an https:// or socks proxy URL
+    fails the call with a clear httpx error instead of talking plain HTTP to it."""
+    monkeypatch.setenv("HTTP_PROXY", "https://proxy.example:3128")
+    with pytest.raises(httpx.UnsupportedProtocol, match="http://"):
+        post("http://receiver.example/internal/events")
+    assert recorder.seen == []

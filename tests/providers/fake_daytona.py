@@ -77,7 +77,10 @@ class FakeDaytona:
                 fake.requests.append((method, self.path))
                 fake.client_ports.append(self.client_address[1])
                 length = int(self.headers.get("Content-Length") or 0)
-                payload = json.loads(self.rfile.read(length) or b"null") if length else None
+                raw = self.rfile.read(length) if length else b""
+                if len(raw) < length:
+                    return  # the client went away mid-request (killed): an API does not act on half a request
+                payload = json.loads(raw or b"null") if length else None
                 for index, (scripted_method, status, body, headers, path_part) in enumerate(fake.scripted):
                     if scripted_method == method and path_part in self.path:
                         del fake.scripted[index]
