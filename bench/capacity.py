@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -243,11 +242,8 @@ def reset_statements() -> None:
 LEASE_SECONDS = "30"
 
 
-def json_env(fake_url: str) -> dict:
+def worker_env(fake_url: str) -> dict:
+    """What the workers need beside DATABASE_URL: the fake Daytona, its key, quiet logs and short leases."""
     return {"SCHEDULER_DAYTONA_API_URL": fake_url, "SCHEDULER_DAYTONA_API_KEYS": json.dumps({ORG: "key-capacity"}),
             "LOG_LEVEL": "WARNING", "SCHEDULER_CLAIM_LEASE_SECONDS": LEASE_SECONDS,
             "SCHEDULER_CLEANUP_LEASE_SECONDS": LEASE_SECONDS, "SCHEDULER_BILLING_LEASE_SECONDS": LEASE_SECONDS}
-
-
-def pick_victim(rng: random.Random) -> str:
-    return rng.choice(list(KINDS))

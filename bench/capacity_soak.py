@@ -62,7 +62,7 @@ def hold_with_chaos(load, stack, server, rate: float, minutes: float) -> tuple[l
     while time.monotonic() - started < minutes * 60:
         since = time.time()
         time.sleep(KILL_EVERY_S)
-        victim = capacity.pick_victim(rng)
+        victim = rng.choice(list(capacity.KINDS))
         stack.kill(victim)
         events.append(f"{time.monotonic() - started:5.0f} s: SIGKILL {victim}")
         if not crashed and time.monotonic() - started >= minutes * 30:
@@ -100,7 +100,7 @@ def main(args) -> None:
 
         with connection.cursor() as cursor:
             cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-        stack = capacity.Stack(dict(os.environ, DATABASE_URL=bench_url, **capacity.json_env(daytona.url)))
+        stack = capacity.Stack(dict(os.environ, DATABASE_URL=bench_url, **capacity.worker_env(daytona.url)))
         load = capacity.Load(receiver.url)
         try:
             time.sleep(3)  # the workers start and LISTEN

@@ -185,14 +185,14 @@ def kept_rows(run_ids: list[str]) -> list[tuple]:
     """Per table, the rows one run keeps and their average size (row data, without index entries)."""
     from django.db import connection
 
-    rows = []
+    rows, data = [], 0.0
     with connection.cursor() as cursor:
         for table, why in KEPT_ROWS.items():
             cursor.execute(f"SELECT count(*), coalesce(avg(pg_column_size(kept.*)), 0) FROM {table} AS kept "
                            "WHERE kept.run_id = ANY (%s)", [run_ids])
             count, size = cursor.fetchone()
             rows.append((table, f"{count / len(run_ids):.1f}", f"{float(size):.0f} B", why))
-    data = sum(float(count) * float(size.split()[0]) for _, count, size, _ in rows)
+            data += count * float(size) / len(run_ids)
     rows.append(("all of them", "", f"{data / 1024:.1f} KB a run",
                  "the rest of a run's WAL: index entries, each update's new row version, commit records"))
     return rows

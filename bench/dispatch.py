@@ -143,7 +143,7 @@ def replay(fake_url: str, starts: int, threads: int) -> float:
 
 
 def _replay_process(fake_url: str, starts: int, threads: int, pipe) -> None:
-    import threading
+    from lifecycle import run_workers
 
     from scheduler import outbound
     from scheduler.providers.base import StartRequest
@@ -153,24 +153,15 @@ def _replay_process(fake_url: str, starts: int, threads: int, pipe) -> None:
     # An environment of the size the dispatcher sends (run and attempt, a runner token, the API's address).
     env = {"SCHEDULER_RUN_ID": "dispatch-000001", "SCHEDULER_ATTEMPT": "1", "SCHEDULER_RUNNER_TOKEN": "t" * 180,
            "SCHEDULER_API_URL": "http://127.0.0.1:8000", "SCHEDULER_HEARTBEAT_MS": "10000"}
-    barrier = threading.Barrier(threads + 1)
 
     def starter(index):
-        barrier.wait()
         try:
             for number in range(index, starts, threads):
                 provider.start(StartRequest(f"replay-{number}", 1, ORG, env, ["python3", "-m", "scheduler.sandbox.runner"]))
         finally:
             outbound.close_thread_transports()
 
-    workers = [threading.Thread(target=starter, args=(index,)) for index in range(threads)]
-    for worker in workers:
-        worker.start()
-    barrier.wait()
-    started = time.perf_counter()
-    for worker in workers:
-        worker.join()
-    pipe.send(starts / (time.perf_counter() - started))
+    pipe.send(starts / run_workers(threads, starter))
     pipe.close()
 
 

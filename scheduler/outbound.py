@@ -62,7 +62,7 @@ def request(method: str, url: str, *, headers: dict[str, str], timeout: httpx.Ti
         connection.request(method, target, body=content, headers=outgoing)
         answer = connection.getresponse()
         body = answer.read()
-    except BaseException as error:
+    except Exception as error:
         _drop(parts, proxy)
         raise _as_http_error(error, "read") from error
     if answer.will_close:
@@ -92,7 +92,7 @@ def _connection(parts, proxy: str | None, timeout: httpx.Timeout) -> http.client
     connection = new_connection(parts.scheme, parts.hostname, parts.port, proxy, timeout.connect)
     try:
         connection.connect()
-    except BaseException as error:
+    except Exception as error:
         connection.close()
         by_origin.pop(key, None)
         raise _as_http_error(error, "connect") from error
@@ -135,7 +135,7 @@ def _readable(sock: socket.socket) -> bool:
         return True
 
 
-def _as_http_error(error: BaseException, stage: str) -> BaseException:
+def _as_http_error(error: Exception, stage: str) -> Exception:
     """httpx's error for what went wrong (callers catch httpx.HTTPError); anything else as it is."""
     message = f"{type(error).__name__}: {error}"
     if isinstance(error, (socket.timeout, TimeoutError)):
