@@ -51,7 +51,7 @@ def test_generic_plan_mark__the_statement_never_replans_and_others_keep_the_conf
         settlement.settle_attempt(claim.run_id, claim.attempt, claim.lease_token, factories.completed_result())
     with connection.cursor() as cursor:
         cursor.execute("SELECT generic_plans, custom_plans FROM pg_prepared_statements"
-                       " WHERE statement LIKE %s", ["%unnest(%::jsonb[]%"])
+                       " WHERE statement LIKE %s", ["%AS item(run_id, attempt, lease_token, result,%"])
         assert cursor.fetchall() == [(7, 0)]
     db.fetch_one("runs_read_status", {"run_id": claim.run_id, "default_max_active": None})
     with connection.cursor() as cursor:

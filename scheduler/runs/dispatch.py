@@ -3,7 +3,10 @@
 Starts run concurrently (DispatchPool): a dispatcher keeps up to
 SCHEDULER_DISPATCH_STARTS starts in flight, parks each as soon as its start
 returns, and claims only as many runs as it has free start slots, so no claim
-waits behind another's start while its claim lease runs.
+waits behind another's start while its claim lease runs. The start threads
+park through one group parker: the parks that finished meanwhile share one
+statement (each fenced on its own), as the web process's terminals share a
+settle.
 
 The runner token handed to the sandbox is scoped to the claim's lease. A
 sandbox that started but could not park (its runner already settled, or the
@@ -17,6 +20,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -30,6 +34,7 @@ from scheduler.tick import Tick
 from scheduler.providers import ProviderError, get_provider, sandbox_placement
 from scheduler.providers.base import StartRequest
 from scheduler.runs import launch_rules, lifecycle, settlement
+from scheduler.runs.batcher import StatementBatcher
 from scheduler.runs.tokens import mint_runner_token
 
 logger = logging.getLogger("scheduler.dispatch")
@@ -77,7 +82,11 @@ def runner_env(claim: lifecycle.Claim, heartbeat_timeout_ms: int) -> dict[str, s
     }
 
 
-def dispatch_claim(claim: lifecycle.Claim, result: DispatchTick) -> None:
+def park_alone(item: lifecycle.Park) -> bool:
+    return lifecycle.park_all([item])[0]
+
+
+def dispatch_claim(claim: lifecycle.Claim, result: DispatchTick, park: Callable[[lifecycle.Park], bool]) -> None:
     launch = claim.launch
     provider_name, routing_domain = sandbox_placement(launch, claim.org_id)
     timeout_ms = int(launch.get("heartbeatTimeoutMs") or scheduler_settings.heartbeat_timeout_ms)
@@ -98,8 +107,8 @@ def dispatch_claim(claim: lifecycle.Claim, result: DispatchTick) -> None:
         return
     now_ms = int(time.time() * 1000)
     resource = _resource(ref, request, now_ms)
-    parked = lifecycle.park(claim.run_id, claim.attempt, claim.lease_token, ref.as_json(),
-                            heartbeat_timeout_ms=timeout_ms, started_at_ms=now_ms, resource=resource)
+    parked = park(lifecycle.Park(claim.run_id, claim.attempt, claim.lease_token, ref.as_json(), timeout_ms, now_ms,
+                                 resource))
     if parked:
         result.counts["parked"] += 1
         logger.info("dispatch run=%s attempt=%s provider=%s sandbox=%s parked", claim.run_id, claim.attempt,
@@ -138,13 +147,14 @@ def _keep_what_a_failed_start_left(claim: lifecycle.Claim, request: StartRequest
                     claim.run_id, claim.attempt, ref.sandbox_id)
 
 
-def start_claim(claim: lifecycle.Claim, result: DispatchTick) -> None:
-    """One claimed run: refused when its launch cannot start, else started and parked."""
+def start_claim(claim: lifecycle.Claim, result: DispatchTick,
+                park: Callable[[lifecycle.Park], bool] = park_alone) -> None:
+    """One claimed run: refused when its launch cannot start, else started and parked (by `park`)."""
     problem = launch_rules.problem(claim.launch)
     if problem:
         refuse_launch(claim, problem, result)
     else:
-        dispatch_claim(claim, result)
+        dispatch_claim(claim, result, park)
 
 
 class DispatchPool:
@@ -157,6 +167,8 @@ class DispatchPool:
         self._in_flight = 0
         self._finished = DispatchTick()
         self._slot_freed = threading.Event()
+        # At most one park per start slot can be waiting, so a batch never needs to be larger.
+        self._parker = StatementBatcher(lifecycle.park_all, max_batch=self.max_starts, name="dispatch-parker")
 
     def tick(self, limit: int, *, slot_wait: float = 1.0) -> Tick:
         """Claim min(limit, free slots) runs and start them; with no free slot, wait (bounded) for one."""
@@ -176,7 +188,7 @@ class DispatchPool:
     def _start(self, claim: lifecycle.Claim) -> None:
         partial = DispatchTick()
         try:
-            start_claim(claim, partial)
+            start_claim(claim, partial, self._parker.submit)
         except Exception as error:  # noqa: BLE001 - the claim lease expires and the sweep recovers it (RUN-9)
             logger.warning("dispatch run=%s attempt=%s start failed in its thread: %s", claim.run_id, claim.attempt,
                            describe(error))
@@ -210,6 +222,7 @@ class DispatchPool:
         for _ in range(self.max_starts):
             self._executor.submit(close_this_threads_connection)
         self._executor.shutdown(wait=True)
+        self._parker.close()  # after the starts: each of them parks through it
         return self._take_counts(0)
 
 

@@ -45,47 +45,61 @@ WHERE run.idempotency_key = %(idempotency_key)s::text
   AND (run.org_id = %(org_id)s::text OR (%(org_id)s::text IS NULL AND run.org_id IS NULL));
 
 -- name: runs_park
--- Park a claimed attempt and its run as waiting with the detached-runner suspension and its sandbox resource; write run.waiting (RUN-3).
-WITH locked_run AS MATERIALIZED (
+-- Park claimed attempts and their runs as waiting with the detached-runner suspension and its sandbox resource; write run.waiting; one answer per item, in input order (RUN-3). Items name distinct runs.
+-- plan: generic
+WITH item AS MATERIALIZED (
+    SELECT *
+    FROM unnest(%(run_ids)s::text[], %(attempts)s::integer[], %(lease_tokens)s::text[], %(suspensions)s::jsonb[],
+                %(resources)s::jsonb[], %(wait_deadlines)s::timestamptz[])
+         WITH ORDINALITY AS item(run_id, attempt, lease_token, suspension, resource, wait_deadline, position)
+), locked_run AS MATERIALIZED (
+    -- Run locks before attempt locks, as every writer of both takes them; in run_id order so batches never deadlock.
     SELECT run.run_id
     FROM __schema__.runs AS run
-    WHERE run.run_id = %(run_id)s::text AND run.status = 'running'
+    WHERE run.run_id IN (SELECT item.run_id FROM item) AND run.status = 'running'
+    ORDER BY run.run_id
     FOR NO KEY UPDATE
 ), parked_attempt AS (
+    -- Each item on its own: its exact attempt, its own lease, still claimed or running, no newer attempt.
     UPDATE __schema__.attempts AS target
     SET status = 'waiting', updated_at = now(),
-        liveness_deadline = {{liveness_deadline(%(suspension)s::jsonb, target.heartbeat_at)}}
+        liveness_deadline = {{liveness_deadline(item.suspension, target.heartbeat_at)}}
     FROM locked_run
+    JOIN item ON item.run_id = locked_run.run_id
     WHERE target.run_id = locked_run.run_id
-      AND target.attempt = %(attempt)s::integer
-      AND target.lease_token = %(lease_token)s::text
+      AND target.attempt = item.attempt
+      AND target.lease_token = item.lease_token
       AND target.status IN ('claimed', 'running')
       AND NOT {{newer_attempt_exists(target.run_id, target.attempt)}}
     RETURNING target.run_id, target.attempt
 ), parked_run AS (
     UPDATE __schema__.runs AS run
     SET status = 'waiting',
-        suspension_json = %(suspension)s::jsonb,
+        suspension_json = item.suspension,
         runtime_resources_json = CASE
-            WHEN %(resource)s::jsonb IS NULL THEN run.runtime_resources_json
-            ELSE run.runtime_resources_json || jsonb_build_array(%(resource)s::jsonb)
+            WHEN item.resource IS NULL THEN run.runtime_resources_json
+            ELSE run.runtime_resources_json || jsonb_build_array(item.resource)
         END,
-        wait_deadline = coalesce(%(wait_deadline)s::timestamptz, run.wait_deadline),
+        wait_deadline = coalesce(item.wait_deadline, run.wait_deadline),
         updated_at = now()
     FROM parked_attempt
+    JOIN item ON item.run_id = parked_attempt.run_id
     WHERE run.run_id = parked_attempt.run_id
     RETURNING run.run_id
 ), waiting_fact AS (
     INSERT INTO __schema__.outbox (event_id, run_id, event_type, payload_json, lane, created_at)
     SELECT parked_attempt.run_id || ':' || parked_attempt.attempt || ':run.waiting', parked_attempt.run_id, 'run.waiting',
            jsonb_build_object('runId', parked_attempt.run_id, 'attempt', parked_attempt.attempt,
-                              'provider', %(suspension)s::jsonb -> 'runtimeSandboxRef' ->> 'provider'),
+                              'provider', item.suspension -> 'runtimeSandboxRef' ->> 'provider'),
            'ledger', __schema__.next_fact_time(parked_attempt.run_id, 0)
     FROM parked_attempt
     JOIN parked_run ON parked_run.run_id = parked_attempt.run_id
+    JOIN item ON item.run_id = parked_attempt.run_id
     ON CONFLICT (event_id) DO NOTHING
 )
-SELECT EXISTS (SELECT 1 FROM parked_run) AS parked;
+SELECT EXISTS (SELECT 1 FROM parked_run WHERE parked_run.run_id = item.run_id) AS parked
+FROM item
+ORDER BY item.position;
 
 -- name: attempts_heartbeat
 -- Bump heartbeat_at (and the liveness deadline, once half a timeout or less of it remains) only on the current attempt (exact attempt active, run open, no newer attempt, lease matches); report a queued cancel (RUN-4).

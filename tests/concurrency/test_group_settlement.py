@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import psycopg
 import pytest
@@ -17,22 +16,6 @@ from tests.support import connect
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _wait_for(predicate, what: str, seconds: float = 30.0) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"never happened: {what}")
-
-
-def _settle_statement_blocked() -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_stat_activity"
-                       " WHERE wait_event_type = 'Lock' AND query LIKE %s", ["%unnest(%"])
-        return cursor.fetchone()[0] > 0
-
-
 def _submit_behind_a_held_run(group: settler.BatchSettler, items: list[settlement.Settlement]):
     """Block the settler on a first run's lock, queue `items` from their own threads together, then let go."""
     blocker = factories.parked_run()
@@ -40,10 +23,10 @@ def _submit_behind_a_held_run(group: settler.BatchSettler, items: list[settlemen
         holder.execute("SELECT 1 FROM runtime_scheduler.runs WHERE run_id = %s FOR UPDATE", [blocker.run_id])
         first = threads.start(lambda: group.settle(
             settlement.Settlement(blocker.run_id, 1, blocker.lease_token, factories.completed_result())))
-        _wait_for(_settle_statement_blocked, "the settler waits on the held run")
+        threads.wait_for(threads.array_statement_blocked, "the settler waits on the held run")
         barrier = threading.Barrier(len(items))
         started = [threads.start(lambda item=item: group.settle(item), barrier=barrier) for item in items]
-        _wait_for(lambda: group._queue.qsize() == len(items), "every item is queued")
+        threads.wait_for(lambda: group._queue.qsize() == len(items), "every item is queued")
         holder.rollback()
     for thread, _ in [first, *started]:
         thread.join(timeout=60)

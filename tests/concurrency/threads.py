@@ -64,3 +64,21 @@ def wait_until_blocked(application_name: str, timeout: float = 30.0) -> None:
                 return
         time.sleep(0.01)
     raise AssertionError(f"{application_name} never blocked on a lock")
+
+
+def wait_for(predicate: Callable[[], bool], what: str, seconds: float = 30.0) -> None:
+    """Poll `predicate` until it holds (no fixed sleeps); fail naming `what` after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"never happened: {what}")
+
+
+def array_statement_blocked() -> bool:
+    """Whether an array-driven group statement (a settle, a park) waits on a row lock."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity"
+                       " WHERE wait_event_type = 'Lock' AND query LIKE %s", ["%unnest(%"])
+        return cursor.fetchone()[0] > 0

@@ -77,7 +77,7 @@ def launched_then_dispatcher_killed_before_park(monkeypatch, command: str) -> st
     def killed(*args, **kwargs):
         raise KeyboardInterrupt("dispatcher killed before park")
 
-    monkeypatch.setattr(dispatch.lifecycle, "park", killed)
+    monkeypatch.setattr(dispatch.lifecycle, "park_all", killed)  # the pool parks through its group parker
     dispatch.run_once(1)  # the start's thread dies before parking, as its process would: claimed, never parked
     monkeypatch.undo()
     assert one("SELECT status FROM attempts WHERE run_id = %s", [run_id]) == "claimed"

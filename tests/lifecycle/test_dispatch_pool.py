@@ -43,27 +43,57 @@ def test_claims_only_as_many_runs_as_it_has_free_start_slots(daytona):
 
 def test_a_start_that_raises_in_its_thread_frees_its_slot(daytona, monkeypatch):
     launch(1)
-    monkeypatch.setattr(dispatch, "dispatch_claim", lambda claim, result: 1 / 0)
+    monkeypatch.setattr(dispatch, "dispatch_claim", lambda claim, result, park: 1 / 0)
     pool = dispatch.DispatchPool(1)
     pool.tick(1)
     pool.close()
     assert pool._in_flight == 0  # the claim lease expires and the sweep recovers the run (RUN-9)
 
 
-def test_a_start_thread_whose_connection_broke_reconnects_for_its_next_start(daytona):
-    """A database restart breaks every start thread's connection: the start that finds it broken fails (its claim
-    lease recovers it), and the thread's next start parks on a new connection."""
+def restart_database() -> None:
+    """What a server restart does to the dispatcher's connections (the test's own is kept)."""
+    query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
+          "AND pid <> pg_backend_pid() AND backend_type = 'client backend'")
+
+
+def start_one(pool, daytona, *, fail: bool) -> str:
+    """Launch one run and let the pool start it (a failed start, a 400 on create, settles it in its thread)."""
+    run_id = factories.launch(org_id="org-1", launch={"sandboxProvider": "daytona"}, max_attempts=1)
+    if fail:
+        daytona.script("POST", 400, {"message": "refused"}, path_contains="/api/sandbox")
+    pool._slot_freed.clear()
+    assert pool.tick(1).counts["claimed"] == 1
+    assert pool._slot_freed.wait(30)
+    return one("SELECT status FROM runs WHERE run_id = %s", [run_id])
+
+
+def test_parks_and_start_threads_reconnect_after_a_database_restart(daytona):
+    """A database restart breaks every connection the dispatcher holds. The group parker runs the broken batch's
+    parks again, one by one, on a new connection, so the start parks. A start thread's own statement (a failed
+    start's settlement) finds its connection broken and fails (its claim lease recovers the run); the thread then
+    closes that connection, so its next settlement reconnects."""
     pool = dispatch.DispatchPool(1)
     try:
-        for number in range(3):
-            run_id = launch(1)[0]
-            if number == 1:  # what a restart does to the start thread's connection (this one is kept)
-                query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
-                      "AND pid <> pg_backend_pid() AND backend_type = 'client backend'")
-            pool._slot_freed.clear()
-            assert pool.tick(1).counts["claimed"] == 1
-            assert pool._slot_freed.wait(30)
-            status = one("SELECT status FROM runs WHERE run_id = %s", [run_id])
-            assert status == ("running" if number == 1 else "waiting"), (number, status)
+        assert start_one(pool, daytona, fail=False) == "waiting"  # the parker's connection, open
+        assert start_one(pool, daytona, fail=True) == "failed"  # the start thread's connection, open
+        restart_database()
+        assert start_one(pool, daytona, fail=False) == "waiting"
+        assert start_one(pool, daytona, fail=True) == "running"
+        assert start_one(pool, daytona, fail=True) == "failed"
     finally:
         pool.close()
+
+
+def test_start_threads_park_through_the_pools_group_parker(daytona):
+    """Four starts in flight at once all park, through the pool's parker (how many statements depends on when
+    each start returns; tests/concurrency/test_group_park.py shows the sharing itself)."""
+    daytona.create_gate = threading.Barrier(4, timeout=60).wait
+    launch(4)
+    pool = dispatch.DispatchPool(4)
+    try:
+        assert pool.tick(4).counts["claimed"] == 4
+    finally:
+        finished = pool.close()
+    assert finished["parked"] == 4
+    assert one("SELECT count(*) FROM runs WHERE status = 'waiting'") == 4
+    assert 1 <= pool._parker.statements <= 4

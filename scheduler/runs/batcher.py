@@ -1,0 +1,133 @@
+"""Group statements: items arriving on many threads share one array-driven statement.
+
+Why: most of a single settlement's or park's cost is the statement's fixed
+cost (tables opened with their constraints, indexes and triggers, and a
+commit), not its rows. A process that produces them concurrently (gunicorn's
+threads, a dispatcher's start threads) pays that cost once per batch, as
+River's batch completer does for job states. Each caller still blocks until
+its own item committed and gets its own answer; every fence stays per item
+inside the statement.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+
+from django.db import close_old_connections, connections
+
+logger = logging.getLogger(__name__)
+
+WAIT_SECONDS = 60
+# A connection that answered a batch this recently is not health-checked again before the next one.
+HEALTHY_FOR_SECONDS = 1.0
+
+
+class StatementBatcher:
+    """One daemon thread (with its own connection) running whatever callers queued, up to `max_batch` at once.
+
+    `run_batch` takes a list of items (each naming a distinct run) and returns one answer per item, in order.
+    """
+
+    def __init__(self, run_batch: Callable[[list], list], *, max_batch: int = 32, name: str = "batcher"):
+        self.run_batch = run_batch
+        self.name = name
+        self.max_batch = max(1, int(max_batch))
+        self.statements = 0
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._held: list = []
+        self._proven_at = float("-inf")
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, item):
+        """Queue `item`, wait for its committed answer (as `run_batch` gives it for a batch of one)."""
+        if self._closed.is_set():
+            raise RuntimeError(f"the {self.name} is closed")
+        future: Future = Future()
+        self._queue.put((item, future))
+        return future.result(timeout=WAIT_SECONDS)
+
+    def close(self) -> None:
+        """Run what is already queued, then stop the thread and close its connection."""
+        self._closed.set()
+        self._queue.put(None)
+        self._thread.join(timeout=WAIT_SECONDS)
+
+    def _serve(self) -> None:
+        try:
+            while batch := self._next_batch():
+                try:
+                    self._run(batch)
+                except BaseException as error:  # noqa: BLE001 - the thread outlives any one batch; its callers see why
+                    logger.exception("%s: a batch of %d items failed outside its statement", self.name, len(batch))
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(error)
+        finally:
+            connections.close_all()
+
+    def _next_batch(self) -> list:
+        """What is queued now, up to max_batch; a second item for a run already in the batch waits for the next.
+
+        Empty once closed and drained.
+        """
+        pending, self._held = self._held, []
+        if not pending and not (self._closed.is_set() and self._queue.empty()):
+            pending.append(self._queue.get())
+        while len(pending) < self.max_batch * 2:
+            try:
+                pending.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        batch, runs = [], set()
+        for entry in pending:
+            if entry is None:
+                continue
+            if len(batch) < self.max_batch and entry[0].run_id not in runs:
+                batch.append(entry)
+                runs.add(entry[0].run_id)
+            else:
+                self._held.append(entry)
+        if not batch and not self._closed.is_set():
+            return self._next_batch()
+        return batch
+
+    def _run(self, batch: list) -> None:
+        # Django's check (a SELECT 1 round trip, on every batch's critical path) only after a quiet second: a
+        # connection that just answered is alive, and a broken one fails the batch over to one-by-one below.
+        if time.monotonic() - self._proven_at > HEALTHY_FOR_SECONDS:
+            close_old_connections()
+        else:
+            # A busy batcher still honours CONN_MAX_AGE (what close_old_connections would have done).
+            connection = connections["default"]
+            if connection.close_at is not None and time.monotonic() >= connection.close_at:
+                connection.close()
+        try:
+            answers = self.run_batch([item for item, _ in batch])
+            self._proven_at = time.monotonic()
+            self.statements += 1
+        except Exception:  # noqa: BLE001 - one bad item must not fail its neighbours
+            self._proven_at = float("-inf")
+            logger.warning("%s: a batch of %d items failed; running them one by one", self.name, len(batch),
+                           exc_info=True)
+            connections["default"].close_if_unusable_or_obsolete()
+            self._run_alone(batch)
+            return
+        for (_, future), answer in zip(batch, answers):
+            future.set_result(answer)
+
+    def _run_alone(self, batch: list) -> None:
+        for item, future in batch:
+            try:
+                future.set_result(self.run_batch([item])[0])
+                self.statements += 1
+            except Exception as error:  # noqa: BLE001 - the caller gets its own error
+                future.set_exception(error)
+            finally:
+                connections["default"].close_if_unusable_or_obsolete()
