@@ -4,7 +4,8 @@
 its interval with jitter, unless the tick says its batch was full ("go
 again", as River's services do) or a wake event is set (a LISTEN
 notification). SIGTERM or SIGINT lets the current tick finish and then
-exits 0; a second signal exits at once. Connections are recycled per tick,
+exits 0; a second signal exits at once. Connections are recycled per tick
+(health-checked only after a quiet second: db.refresh_connections),
 each tick with work logs one line of its non-zero counts, and `finish` runs
 once when the loop ends (a drainer returns the leases it still holds).
 Several loops may run together, one thread each (`run_together`).
@@ -28,9 +29,9 @@ import time
 from typing import Callable
 
 from django.core.exceptions import ImproperlyConfigured
-from django.db import close_old_connections, connections
+from django.db import connections
 
-from scheduler import observability
+from scheduler import db, observability
 from scheduler.faults import describe
 from scheduler.tick import Tick
 
@@ -63,6 +64,7 @@ class Loop:
         self.arm = arm
         self._armed = False
         self.faults_in_a_row = 0
+        self._proven_at = float("-inf")  # when a tick last succeeded: its connections answered then
         self.kind = name.split(" ")[0]  # "drain <owner>" reports as "drain": one metric series per kind of worker
 
     def run(self) -> int:
@@ -118,17 +120,19 @@ class Loop:
         kind = self.kind
         started = time.monotonic()
         try:
-            close_old_connections()
+            db.refresh_connections(self._proven_at)
             tick = self._tick()
         except FATAL:
             raise
         except Exception as error:  # noqa: BLE001 - a fault in one tick must not end the worker
+            self._proven_at = float("-inf")
             observability.WORKER_TICK_FAILURES.labels(kind).inc()
             self.faults_in_a_row += 1
             self.logger.warning("%s tick failed (%d in a row): %s", self.name, self.faults_in_a_row, describe(error))
             _drop_connections()
             return None
-        observability.WORKER_TICK_SECONDS.labels(kind).observe(time.monotonic() - started)
+        self._proven_at = time.monotonic()
+        observability.WORKER_TICK_SECONDS.labels(kind).observe(self._proven_at - started)
         self.faults_in_a_row = 0
         return tick
 

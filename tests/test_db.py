@@ -102,3 +102,33 @@ def test_a_connection_the_server_closed__the_next_tick_reconnects():
             killer.execute("SELECT pg_terminate_backend(%s)", [cursor.fetchone()[0]])
     close_old_connections()  # what every request and loop tick does first
     assert db.fetch_one("runs_read_status", {"run_id": run_id, "default_max_active": None})["run_id"] == run_id
+
+
+def test_refresh_connections__a_connection_proven_within_a_second_skips_the_health_check_round_trip():
+    import time
+
+    from django.db import connection
+
+    connection.ensure_connection()
+    connection.health_check_done = True
+    db.refresh_connections(time.monotonic())  # a tick that just succeeded: no SELECT 1 before the next statement
+    assert connection.health_check_done and connection.connection is not None
+    db.refresh_connections(time.monotonic() - db.HEALTHY_FOR_SECONDS - 1)  # a quiet second: Django's check again
+    assert not connection.health_check_done
+
+
+def test_refresh_connections__still_honours_max_age_and_errors():
+    import time
+
+    from django.db import connection
+
+    connection.ensure_connection()
+    connection.health_check_done, connection.errors_occurred = True, True
+    db.refresh_connections(time.monotonic())  # an error since: Django's path (checks the connection, keeps it)
+    assert not connection.errors_occurred and connection.connection is not None
+    close_at, connection.close_at = connection.close_at, time.monotonic() - 1
+    try:
+        db.refresh_connections(time.monotonic())
+        assert connection.connection is None  # past CONN_MAX_AGE: closed even when just proven
+    finally:
+        connection.close_at = close_at

@@ -18,13 +18,13 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 
-from django.db import close_old_connections, connections
+from django.db import connections
+
+from scheduler import db
 
 logger = logging.getLogger(__name__)
 
 WAIT_SECONDS = 60
-# A connection that answered a batch this recently is not health-checked again before the next one.
-HEALTHY_FOR_SECONDS = 1.0
 
 
 class StatementBatcher:
@@ -99,15 +99,7 @@ class StatementBatcher:
         return batch
 
     def _run(self, batch: list) -> None:
-        # Django's check (a SELECT 1 round trip, on every batch's critical path) only after a quiet second: a
-        # connection that just answered is alive, and a broken one fails the batch over to one-by-one below.
-        if time.monotonic() - self._proven_at > HEALTHY_FOR_SECONDS:
-            close_old_connections()
-        else:
-            # A busy batcher still honours CONN_MAX_AGE (what close_old_connections would have done).
-            connection = connections["default"]
-            if connection.close_at is not None and time.monotonic() >= connection.close_at:
-                connection.close()
+        db.refresh_connections(self._proven_at)
         try:
             answers = self.run_batch([item for item, _ in batch])
             self._proven_at = time.monotonic()

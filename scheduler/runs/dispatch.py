@@ -183,7 +183,11 @@ class DispatchPool:
             with self._lock:
                 self._in_flight += 1
             self._executor.submit(self._start, claim)
-        return Tick(self._take_counts(len(claims)), again=bool(claims) and (len(claims) == wanted or claims.more))
+        # A tick that claimed anything looks again at once, not only a full one: launches that come faster than a
+        # tick then keep the dispatcher claiming, where arming its wake signal and waiting for the NOTIFY cost each
+        # launch two more statements and a notifying commit (paced p50 22 -> 12 ms at 80% of its start rate). The
+        # first look that finds nothing arms the signal.
+        return Tick(self._take_counts(len(claims)), again=bool(claims))
 
     def _start(self, claim: lifecycle.Claim) -> None:
         partial = DispatchTick()

@@ -41,6 +41,19 @@ def test_claims_only_as_many_runs_as_it_has_free_start_slots(daytona):
     assert one("SELECT count(*) FROM runs WHERE status = 'queued'") == 3
 
 
+def test_a_tick_that_claimed_anything_looks_again_and_one_that_found_nothing_waits(daytona):
+    """Launches that come faster than a tick keep the dispatcher claiming without arming its wake signal."""
+    launch(1)
+    pool = dispatch.DispatchPool(4)
+    try:
+        partial = pool.tick(4)
+        assert partial.counts["claimed"] == 1 and partial.again  # one of the four it could take: look again
+        empty = pool.tick(4)
+        assert empty.counts["claimed"] == 0 and not empty.again  # nothing queued: arm and wait
+    finally:
+        pool.close()
+
+
 def test_a_start_that_raises_in_its_thread_frees_its_slot(daytona, monkeypatch):
     launch(1)
     monkeypatch.setattr(dispatch, "dispatch_claim", lambda claim, result, park: 1 / 0)
