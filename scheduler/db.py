@@ -21,6 +21,7 @@ import weakref
 from typing import Any
 
 import psycopg
+from psycopg import pq
 from django.db import close_old_connections, connections, transaction
 
 from scheduler import replica, sql
@@ -102,7 +103,7 @@ def _execute(cursor, name: str, text: str, arguments: list[Any], *, prepare: boo
             # Recorded once the statement succeeded: a failure may have rolled the switch back with it, and a
             # mode believed switched that is not would plan the next custom block generically.
             _plan_modes[cursor.connection] = switch
-        rows = [] if cursor.description is None else _dict_rows(cursor.description, cursor.fetchall())
+        rows = _dict_rows(cursor)
         rowcount = cursor.rowcount
         if reset_mode:
             # Inside the caller's transaction: the rest of it runs under the configured mode again.
@@ -202,11 +203,19 @@ def execute(name: str, params: dict[str, Any] | None = None, **kwargs) -> int:
 _JSON_TYPE_OIDS = {114, 3802}
 
 
-def _dict_rows(description, records) -> list[dict[str, Any]]:
-    columns = [column.name for column in description]
-    json_columns = [index for index, column in enumerate(description) if column.type_code in _JSON_TYPE_OIDS]
+def _dict_rows(cursor) -> list[dict[str, Any]]:
+    """The statement's rows as dicts ([] for a statement without rows).
+
+    Names and types come from the result itself: `cursor.description` builds a Column object (with a type
+    lookup) per column on every access, a tenth of a claim's Python.
+    """
+    result = cursor.pgresult
+    if result is None or result.status != pq.ExecStatus.TUPLES_OK:
+        return []
+    columns = [result.fname(index).decode() for index in range(result.nfields)]
+    json_columns = [index for index in range(result.nfields) if result.ftype(index) in _JSON_TYPE_OIDS]
     rows = []
-    for record in records:
+    for record in cursor.fetchall():
         row = dict(zip(columns, record))
         for index in json_columns:
             value = record[index]
