@@ -5,14 +5,12 @@ gunicorn. Prints one table. Run: ./dev bench lifecycle [--quick]
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import threading
 import time
 
 import harness
+from cycle_peers import PEERS, SLOTS, bench_dispatcher_cycle, bench_peer
 from terminal_latency import bench_http_terminal
 
 SETTLE_ATTEMPTS = 20_000
@@ -197,24 +195,6 @@ def notify_cycles(count: int) -> dict[str, list[float]]:
     return rates
 
 
-PEERS = ("procrastinate", "pgqueuer")
-
-
-def bench_peer(server_url: str, peer: str, count: int) -> float:
-    """One peer's drain of `count` jobs by 8 workers, in its own virtual environment (bench/peers/) and database."""
-    python = harness.PROJECT_DIR / "bench" / ".peers-venv" / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(python.parent.parent)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "-r",
-                        str(harness.PROJECT_DIR / "bench" / "peers" / "requirements.txt")], check=True)
-    url = harness.recreate_database(server_url, f"peer_{peer}")
-    output = subprocess.run(
-        [str(python), str(harness.PROJECT_DIR / "bench" / "peers" / f"{peer}_driver.py"), url, str(count), "8"],
-        capture_output=True, text=True, check=True,
-    ).stdout
-    return float(json.loads(output.strip().splitlines()[-1])["jobs_per_second"])
-
-
 def measured(values: list[float], unit: str = "", digits: int = 0) -> str:
     """A median with the spread of its repetitions, for a table's reference column."""
     return f"median of {len(values)}, {harness.spread(values, digits)}{unit}" if len(values) > 1 else ""
@@ -249,10 +229,12 @@ def main():
         "ours": closing(lambda rep: bench_settlement(SETTLE_ATTEMPTS // scale, SETTLE_BATCH, f"settle{rep}-")),
         "pgbench": lambda rep: harness.pgbench_limit(bench_url, harness.CLAIM_AND_UPDATE, clients=4)})
     settled_alone = closing(lambda rep: bench_settlement(SETTLE_ATTEMPTS // scale // 4, 1, "alone-"))(0)
-    cycles = {"ours": closing(lambda rep: bench_full_cycle(CYCLE_RUNS // scale, f"cycle{rep}-"))}
+    cycles = {"ours": closing(lambda rep: bench_full_cycle(CYCLE_RUNS // scale, f"cycle{rep}-")),
+              "ours, one claimer": closing(lambda rep: bench_dispatcher_cycle(CYCLE_RUNS // scale, f"slots{rep}-"))}
     if not args.skip_peers:
         cycles.update({peer: (lambda rep, peer=peer: bench_peer(server_url, peer, CYCLE_RUNS // scale))
                        for peer in PEERS})
+        cycles["pgqueuer, one manager"] = lambda rep: bench_peer(server_url, "pgqueuer", CYCLE_RUNS // scale, 1, SLOTS)
     cycled = harness.interleaved(cycles)
     latency = {clients: [bench_http_terminal(bench_url, HTTP_REQUESTS // scale, clients, f"http{rep}")
                          for rep in range(harness.REPETITIONS if clients == 16 else 1)] for clients in (1, 16, 64)}
@@ -273,6 +255,14 @@ def main():
         rows.append((f"  vs {peer}, 8 workers (jobs/s)", f"{harness.median(cycled[peer]):.0f}",
                      f"{peer} {measured(cycled[peer])}",
                      f"{harness.median(cycled['ours']) / harness.median(cycled[peer]):.2f}", ">= 1.50"))
+    rows.append((f"  each in its production shape: one dispatcher claiming its free slots of {SLOTS} (runs/s)",
+                 f"{harness.median(cycled['ours, one claimer']):.0f}", measured(cycled["ours, one claimer"]), "", ""))
+    if not args.skip_peers:
+        rows.append((f"    pgqueuer, one manager dequeuing and completing {SLOTS} at a time (jobs/s)",
+                     f"{harness.median(cycled['pgqueuer, one manager']):.0f}",
+                     f"pgqueuer {measured(cycled['pgqueuer, one manager'])}",
+                     f"{harness.median(cycled['ours, one claimer']) / harness.median(cycled['pgqueuer, one manager']):.2f}",
+                     ""))
     compare(rows, "  the cycle, wake notifications as built (runs/s)", notify["as built"], notify["off"],
             "notifications off:", ">= 0.90")
     every = notify["every statement notifies"][0]

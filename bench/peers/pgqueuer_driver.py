@@ -14,6 +14,7 @@ from pgqueuer import AsyncpgDriver, QueueManager, Queries
 from pgqueuer.types import QueueExecutionMode
 
 conninfo, total, workers = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+batch_size = int(sys.argv[4]) if len(sys.argv) > 4 else 1
 dsn = conninfo  # a postgresql:// URL (asyncpg reads host= for a socket directory)
 
 
@@ -36,7 +37,7 @@ async def main():
 
         managers.append(manager)
     started = time.perf_counter()
-    await asyncio.gather(*(m.run(batch_size=1, mode=QueueExecutionMode.drain) for m in managers))
+    await asyncio.gather(*(m.run(batch_size=batch_size, mode=QueueExecutionMode.drain) for m in managers))
     elapsed = time.perf_counter() - started
     assert done == total, done
     print(json.dumps({"jobs_per_second": total / elapsed, "seconds": elapsed}))
