@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-
 import psycopg
 import pytest
 
@@ -11,7 +9,6 @@ from scheduler.runs import lifecycle
 from scheduler.runs.batcher import StatementBatcher
 from tests import factories
 from tests.concurrency import threads
-from tests.support import connect
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -36,19 +33,9 @@ def parker():
 def park_behind_a_held_run(parker: StatementBatcher, items: list[lifecycle.Park]) -> list[threads.Outcome]:
     """Block the parker on a first run's lock, queue `items` from their own threads together, then let go."""
     blocker = claimed()
-    with connect(autocommit=False) as holder:
-        holder.execute("SELECT 1 FROM runtime_scheduler.runs WHERE run_id = %s FOR UPDATE", [blocker.run_id])
-        first = threads.start(lambda: parker.submit(park_item(blocker)))
-        threads.wait_for(threads.array_statement_blocked, "the parker waits on the held run")
-        barrier = threading.Barrier(len(items))
-        started = [threads.start(lambda item=item: parker.submit(item), barrier=barrier) for item in items]
-        threads.wait_for(lambda: parker._queue.qsize() == len(items), "every park is queued")
-        holder.rollback()
-    for thread, _ in [first, *started]:
-        thread.join(timeout=60)
-        assert not thread.is_alive()
-    assert first[1].get() is True
-    return [outcome for _, outcome in started]
+    first, outcomes = threads.queue_behind_a_held_run(parker, blocker.run_id, park_item(blocker), items)
+    assert first.get() is True
+    return outcomes
 
 
 def test_parks_queued_together_share_one_statement_and_each_is_fenced_on_its_own(parker):

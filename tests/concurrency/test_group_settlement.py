@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-
 import psycopg
 import pytest
 from django.db import connection, transaction
@@ -11,7 +9,6 @@ from django.db import connection, transaction
 from scheduler.runs import settlement, settler
 from tests import factories
 from tests.concurrency import threads
-from tests.support import connect
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -19,20 +16,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def _submit_behind_a_held_run(group: settler.BatchSettler, items: list[settlement.Settlement]):
     """Block the settler on a first run's lock, queue `items` from their own threads together, then let go."""
     blocker = factories.parked_run()
-    with connect(autocommit=False) as holder:
-        holder.execute("SELECT 1 FROM runtime_scheduler.runs WHERE run_id = %s FOR UPDATE", [blocker.run_id])
-        first = threads.start(lambda: group.settle(
-            settlement.Settlement(blocker.run_id, 1, blocker.lease_token, factories.completed_result())))
-        threads.wait_for(threads.array_statement_blocked, "the settler waits on the held run")
-        barrier = threading.Barrier(len(items))
-        started = [threads.start(lambda item=item: group.settle(item), barrier=barrier) for item in items]
-        threads.wait_for(lambda: group._queue.qsize() == len(items), "every item is queued")
-        holder.rollback()
-    for thread, _ in [first, *started]:
-        thread.join(timeout=60)
-        assert not thread.is_alive()
-    assert first[1].get().run_status == "completed"
-    return [outcome for _, outcome in started]
+    first, outcomes = threads.queue_behind_a_held_run(
+        group, blocker.run_id, settlement.Settlement(blocker.run_id, 1, blocker.lease_token, factories.completed_result()),
+        items)
+    assert first.get().run_status == "completed"
+    return outcomes
 
 
 @pytest.fixture

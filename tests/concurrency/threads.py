@@ -82,3 +82,22 @@ def array_statement_blocked() -> bool:
         cursor.execute("SELECT count(*) FROM pg_stat_activity"
                        " WHERE wait_event_type = 'Lock' AND query LIKE %s", ["%unnest(%"])
         return cursor.fetchone()[0] > 0
+
+
+def queue_behind_a_held_run(batcher, held_run_id: str, first_item, items: list) -> tuple[Outcome, list[Outcome]]:
+    """Block `batcher` (a runs/batcher.py StatementBatcher) on `first_item`, whose run's row is held; queue `items`
+    from their own threads together, then let go: the items share the batcher's next statement."""
+    from tests.support import connect
+
+    with connect(autocommit=False) as holder:
+        holder.execute("SELECT 1 FROM runtime_scheduler.runs WHERE run_id = %s FOR UPDATE", [held_run_id])
+        first = start(lambda: batcher.submit(first_item))
+        wait_for(array_statement_blocked, "the batcher waits on the held run")
+        barrier = threading.Barrier(len(items))
+        started = [start(lambda item=item: batcher.submit(item), barrier=barrier) for item in items]
+        wait_for(lambda: batcher._queue.qsize() == len(items), "every item is queued")
+        holder.rollback()
+    for thread, _ in [first, *started]:
+        thread.join(timeout=60)
+        assert not thread.is_alive()
+    return first[1], [outcome for _, outcome in started]
