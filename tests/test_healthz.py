@@ -48,6 +48,7 @@ def test_metrics__histograms_an_operator_alerts_on(client, settings):
     text = client.get("/metrics", HTTP_AUTHORIZATION="Bearer t").content.decode()
     assert 'scheduler_worker_tick_seconds_count{worker="probe"}' in text
     assert "scheduler_settle_batch_size_count" in text
+    assert "scheduler_park_batch_size_count" in text  # factories.parked_run parks through park_all
     assert "scheduler_outbox_undelivered " in text
 
 

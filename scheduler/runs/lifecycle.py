@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 from django.db import transaction
 
-from scheduler import db
+from scheduler import db, observability
 from scheduler.conf import scheduler_settings
 from scheduler.errors import IdempotencyConflict, InvalidInput, NotFound, ReleaseClosed
 from scheduler.runs import admission
@@ -154,6 +154,7 @@ def park_all(parks: list[Park]) -> list[bool]:
         return []
     if len({item.run_id for item in parks}) != len(parks):
         raise InvalidInput("a park batch names each run once")
+    observability.PARK_BATCH_SIZE.observe(len(parks))
     rows = db.fetch_all("runs_park", {
         "run_ids": [item.run_id for item in parks], "attempts": [item.attempt for item in parks],
         "lease_tokens": [item.lease_token for item in parks], "suspensions": [item.suspension() for item in parks],
