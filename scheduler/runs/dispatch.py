@@ -82,10 +82,6 @@ def runner_env(claim: lifecycle.Claim, heartbeat_timeout_ms: int) -> dict[str, s
     }
 
 
-def park_alone(item: lifecycle.Park) -> bool:
-    return lifecycle.park_all([item])[0]
-
-
 def dispatch_claim(claim: lifecycle.Claim, result: DispatchTick, park: Callable[[lifecycle.Park], bool]) -> None:
     launch = claim.launch
     provider_name, routing_domain = sandbox_placement(launch, claim.org_id)
@@ -148,7 +144,7 @@ def _keep_what_a_failed_start_left(claim: lifecycle.Claim, request: StartRequest
 
 
 def start_claim(claim: lifecycle.Claim, result: DispatchTick,
-                park: Callable[[lifecycle.Park], bool] = park_alone) -> None:
+                park: Callable[[lifecycle.Park], bool] = lifecycle.park_one) -> None:
     """One claimed run: refused when its launch cannot start, else started and parked (by `park`)."""
     problem = launch_rules.problem(claim.launch)
     if problem:
@@ -201,8 +197,8 @@ class DispatchPool:
             for thread_connection in connections.all(initialized_only=True):
                 thread_connection.close_if_unusable_or_obsolete()
         finally:
-            # The thread keeps its connection for its next start (a new connection and its prepared statements
-            # cost more than a start's own statements); close() closes them all.
+            # The thread keeps whatever connection its own statements opened (a failed start's settlement, a
+            # cleanup obligation) for its next start; parks go through the parker's; close() closes them all.
             with self._lock:
                 self._in_flight -= 1
                 for key, value in partial.counts.items():

@@ -166,8 +166,13 @@ def park_all(parks: list[Park]) -> list[bool]:
 def park(run_id: str, attempt: int, lease_token: str, sandbox_ref: dict, *, heartbeat_timeout_ms: int,
          started_at_ms: int, resource: dict | None = None, wait_deadline: dt.datetime | None = None) -> bool:
     """RUN-3: the attempt and run wait on the detached runner in its sandbox."""
-    return park_all([Park(run_id, attempt, lease_token, sandbox_ref, heartbeat_timeout_ms, started_at_ms, resource,
-                          wait_deadline)])[0]
+    return park_one(Park(run_id, attempt, lease_token, sandbox_ref, heartbeat_timeout_ms, started_at_ms, resource,
+                         wait_deadline))
+
+
+def park_one(item: Park) -> bool:
+    """RUN-3 for one attempt, on this thread's connection (inside a caller's transaction, with it)."""
+    return park_all([item])[0]
 
 
 @dataclass(frozen=True)

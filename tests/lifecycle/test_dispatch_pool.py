@@ -63,8 +63,9 @@ def test_a_start_that_raises_in_its_thread_frees_its_slot(daytona, monkeypatch):
     assert pool._in_flight == 0  # the claim lease expires and the sweep recovers the run (RUN-9)
 
 
-def restart_database() -> None:
-    """What a server restart does to the dispatcher's connections (the test's own is kept)."""
+def terminate_dispatcher_backends() -> None:
+    """Terminate every other backend of this database on the real server (the test's own is kept): what a
+    restart does to the dispatcher's connections, without taking the test's own server down."""
     query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
           "AND pid <> pg_backend_pid() AND backend_type = 'client backend'")
 
@@ -89,7 +90,7 @@ def test_parks_and_start_threads_reconnect_after_a_database_restart(daytona):
     try:
         assert start_one(pool, daytona, fail=False) == "waiting"  # the parker's connection, open
         assert start_one(pool, daytona, fail=True) == "failed"  # the start thread's connection, open
-        restart_database()
+        terminate_dispatcher_backends()
         assert start_one(pool, daytona, fail=False) == "waiting"
         assert start_one(pool, daytona, fail=True) == "running"
         assert start_one(pool, daytona, fail=True) == "failed"
