@@ -22,6 +22,8 @@ import harness
 
 PEERS = ("procrastinate", "pgqueuer")
 SLOTS = 8
+# Per peer and batch size, each drain's CPU a job (ms): the peer's own process and the rest of the machine.
+PEER_CPU: dict[tuple[str, int], list[dict[str, float]]] = {}
 
 
 def bench_peer(server_url: str, peer: str, count: int, workers: int = SLOTS, batch_size: int = 1) -> float:
@@ -38,7 +40,9 @@ def bench_peer(server_url: str, peer: str, count: int, workers: int = SLOTS, bat
          str(workers), str(batch_size)],
         capture_output=True, text=True, check=True,
     ).stdout
-    return float(json.loads(output.strip().splitlines()[-1])["jobs_per_second"])
+    answer = json.loads(output.strip().splitlines()[-1])
+    PEER_CPU.setdefault((peer, batch_size), []).append({key: answer[key] for key in ("python_ms", "rest_ms")})
+    return float(answer["jobs_per_second"])
 
 
 def bench_dispatcher_cycle(count: int, prefix: str) -> float:

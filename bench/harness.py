@@ -14,6 +14,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -172,6 +173,25 @@ def median(values):
 
 
 REPETITIONS = 3
+
+
+def machine_cpu_seconds() -> float:
+    """CPU seconds every process on this machine has used (user, nice, system, irq), from /proc/stat."""
+    with open("/proc/stat") as stat:
+        fields = [int(value) for value in stat.readline().split()[1:8]]
+    return (fields[0] + fields[1] + fields[2] + fields[5] + fields[6]) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """Where a drain's CPU went, per item: this process (its Python) and the rest of the machine (PostgreSQL,
+    mostly), from the moment the meter is made. The peers' drivers use it too, so both sides are read alike."""
+
+    def __init__(self) -> None:
+        self.machine, self.python = machine_cpu_seconds(), time.process_time()
+
+    def per_item(self, count: int) -> dict[str, float]:
+        python, machine = time.process_time() - self.python, machine_cpu_seconds() - self.machine
+        return {"python_ms": python * 1000 / count, "rest_ms": max(0.0, machine - python) * 1000 / count}
 
 
 def interleaved(measures: dict, repetitions: int = REPETITIONS) -> dict[str, list[float]]:

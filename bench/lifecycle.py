@@ -10,7 +10,7 @@ import threading
 import time
 
 import harness
-from cycle_peers import PEERS, SLOTS, bench_dispatcher_cycle, bench_peer
+from cycle_peers import PEER_CPU, PEERS, SLOTS, bench_dispatcher_cycle, bench_peer
 from terminal_latency import bench_http_terminal
 
 SETTLE_ATTEMPTS = 20_000
@@ -132,26 +132,18 @@ def bench_full_cycle(count: int, prefix: str = "cycle-") -> float:
             if settled.run_status == "completed":
                 done[index] += 1
 
-    machine, python = machine_cpu_seconds(), time.process_time()
+    meter = harness.CpuMeter()
     try:
         elapsed = run_workers(8, cycle)
     finally:
         group.close()
-    python, machine = time.process_time() - python, machine_cpu_seconds() - machine
-    CYCLE_CPU.append((python * 1000 / count, max(0.0, machine - python) * 1000 / count))
+    CYCLE_CPU.append(meter.per_item(count))
     assert sum(done) == count, sum(done)
     return count / elapsed
 
 
-# Per cycle run: (ms of CPU in this process's Python workers, ms in everything else on the machine: PostgreSQL).
-CYCLE_CPU: list[tuple[float, float]] = []
-
-
-def machine_cpu_seconds() -> float:
-    """CPU seconds every process on this machine has used (user, nice, system, irq), from /proc/stat."""
-    with open("/proc/stat") as stat:
-        fields = [int(value) for value in stat.readline().split()[1:8]]
-    return (fields[0] + fields[1] + fields[2] + fields[5] + fields[6]) / os.sysconf("SC_CLK_TCK")
+# Per judged cycle: the CPU a run took in this process's Python workers and in the rest of the machine (ms).
+CYCLE_CPU: list[dict[str, float]] = []
 
 
 OUTBOX_WAKE = "pgtrigger_outbox_wake_drainers_edbaf"
@@ -200,11 +192,40 @@ def measured(values: list[float], unit: str = "", digits: int = 0) -> str:
     return f"median of {len(values)}, {harness.spread(values, digits)}{unit}" if len(values) > 1 else ""
 
 
+def cpu_row(label: str, drains: list[dict[str, float]], reference: str) -> tuple:
+    """A row of where a drain's CPU went per item (medians over the repetitions), with their sum as the ratio
+    column's neighbour: the peers' rows read the same way, so a rate can be told apart from a cost."""
+    python, rest = (harness.median([drain[key] for drain in drains]) for key in ("python_ms", "rest_ms"))
+    return (label, f"{python:.2f} / {rest:.2f}", f"{reference}; together {python + rest:.2f}", "", "")
+
+
 def compare(rows: list, label: str, ours: list[float], theirs: list[float], reference: str, target: str) -> None:
     """A row judged on the ratio of the two medians, with both spreads printed."""
     rows.append((label, f"{harness.median(ours):.0f}",
                  f"{reference} {harness.median(theirs):.0f} ({measured(theirs)}); ours {harness.spread(ours)}",
                  f"{harness.median(ours) / harness.median(theirs):.2f}", target))
+
+
+def cycle_rows(rows: list, cycled: dict[str, list[float]], *, peers: bool) -> None:
+    """The cycle's rows: its rate and CPU a run, each peer's rate (judged) and CPU a job, the production shapes."""
+    rows.append(("full cycle claim->settle, 8 workers (runs/s)", f"{harness.median(cycled['ours']):.0f}",
+                 measured(cycled["ours"]), "", ""))
+    cores = f"of {os.cpu_count() * 1000 / max(harness.median(cycled['ours']), 1):.2f} ms the machine's {os.cpu_count()} cores have a run"
+    rows.append(cpu_row("  CPU per run: Python workers / the rest (PostgreSQL) (ms)", CYCLE_CPU[:harness.REPETITIONS], cores))
+    for peer in PEERS if peers else ():  # the peer's rate as the value (what the report plots)
+        rows.append((f"  vs {peer}, 8 workers (jobs/s)", f"{harness.median(cycled[peer]):.0f}",
+                     f"{peer} {measured(cycled[peer])}",
+                     f"{harness.median(cycled['ours']) / harness.median(cycled[peer]):.2f}", ">= 1.50"))
+        rows.append(cpu_row(f"    {peer}'s CPU per job: its process / the rest (PostgreSQL) (ms)", PEER_CPU[(peer, 1)],
+                            "read as ours is"))
+    rows.append((f"  each in its production shape: one dispatcher claiming its free slots of {SLOTS} (runs/s)",
+                 f"{harness.median(cycled['ours, one claimer']):.0f}", measured(cycled["ours, one claimer"]), "", ""))
+    if peers:
+        rows.append((f"    pgqueuer, one manager dequeuing and completing {SLOTS} at a time (jobs/s)",
+                     f"{harness.median(cycled['pgqueuer, one manager']):.0f}",
+                     f"pgqueuer {measured(cycled['pgqueuer, one manager'])}",
+                     f"{harness.median(cycled['ours, one claimer']) / harness.median(cycled['pgqueuer, one manager']):.2f}",
+                     ""))
 
 
 def main():
@@ -245,24 +266,7 @@ def main():
             settling["pgbench"], "pgbench claim+update c=4 (tps):", ">= 1.50")
     limit = harness.median(settling["pgbench"])
     rows.append(("  the same, one attempt per statement", f"{settled_alone:.0f}", "", f"{settled_alone / limit:.2f}", ""))
-    rows.append(("full cycle claim->settle, 8 workers (runs/s)", f"{harness.median(cycled['ours']):.0f}",
-                 measured(cycled["ours"]), "", ""))
-    cpu = CYCLE_CPU[:harness.REPETITIONS]
-    rows.append(("  CPU per run: Python workers / the rest (PostgreSQL) (ms)",
-                 f"{harness.median([python for python, _ in cpu]):.2f} / {harness.median([rest for _, rest in cpu]):.2f}",
-                 f"of {os.cpu_count() * 1000 / max(harness.median(cycled['ours']), 1):.2f} ms the machine's {os.cpu_count()} cores have a run", "", ""))
-    for peer in PEERS if not args.skip_peers else ():  # the peer's rate as the value (what the report plots)
-        rows.append((f"  vs {peer}, 8 workers (jobs/s)", f"{harness.median(cycled[peer]):.0f}",
-                     f"{peer} {measured(cycled[peer])}",
-                     f"{harness.median(cycled['ours']) / harness.median(cycled[peer]):.2f}", ">= 1.50"))
-    rows.append((f"  each in its production shape: one dispatcher claiming its free slots of {SLOTS} (runs/s)",
-                 f"{harness.median(cycled['ours, one claimer']):.0f}", measured(cycled["ours, one claimer"]), "", ""))
-    if not args.skip_peers:
-        rows.append((f"    pgqueuer, one manager dequeuing and completing {SLOTS} at a time (jobs/s)",
-                     f"{harness.median(cycled['pgqueuer, one manager']):.0f}",
-                     f"pgqueuer {measured(cycled['pgqueuer, one manager'])}",
-                     f"{harness.median(cycled['ours, one claimer']) / harness.median(cycled['pgqueuer, one manager']):.2f}",
-                     ""))
+    cycle_rows(rows, cycled, peers=not args.skip_peers)
     compare(rows, "  the cycle, wake notifications as built (runs/s)", notify["as built"], notify["off"],
             "notifications off:", ">= 0.90")
     every = notify["every statement notifies"][0]
