@@ -193,8 +193,8 @@ def measured(values: list[float], unit: str = "", digits: int = 0) -> str:
 
 
 def cpu_row(label: str, drains: list[dict[str, float]], reference: str) -> tuple:
-    """A row of where a drain's CPU went per item (medians over the repetitions), with their sum as the ratio
-    column's neighbour: the peers' rows read the same way, so a rate can be told apart from a cost."""
+    """A row of where a drain's CPU went per item (medians over the repetitions), their sum in the reference:
+    the peers' rows read the same way, so a rate can be told apart from a cost."""
     python, rest = (harness.median([drain[key] for drain in drains]) for key in ("python_ms", "rest_ms"))
     return (label, f"{python:.2f} / {rest:.2f}", f"{reference}; together {python + rest:.2f}", "", "")
 
