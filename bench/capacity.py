@@ -100,7 +100,9 @@ def _serve_fake(kind: str, pipe) -> None:
     pipe.send(fake.url)
     pipe.recv()
     if kind == "daytona":
-        pipe.send({sandbox_id: (sandbox["state"], (sandbox.get("labels") or {}).get("runId"))
+        # A delete Daytona accepted keeps the state and sets desiredState "destroyed" (PRV-4).
+        pipe.send({sandbox_id: ("destroyed" if sandbox["desiredState"] == "destroyed" else sandbox["state"],
+                                (sandbox.get("labels") or {}).get("runId"))
                    for sandbox_id, sandbox in fake.sandboxes.items()})
     else:
         pipe.send(fake.sightings)

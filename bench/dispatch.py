@@ -4,9 +4,9 @@ Runs are launched at once (one statement), then `dispatch_runs` processes (the r
 concurrent starts) drain the queue while the fake's sandbox create takes 0 ms, then 500 ms. Launch->parked is
 the run's created_at to the start time its suspension records just before parking.
 
-With 0 ms starts one dispatcher is bound by its own process, most of it the three Daytona calls a start makes.
+With 0 ms starts one dispatcher is bound by its own process, most of it the five Daytona calls a start makes.
 So its rate is judged against a replay, in the same run, of just those calls: the provider's own start (create,
-session, exec) against the same fake from as many threads as the dispatcher starts at once, with no database.
+the read that finds it started, the runner's upload, session, exec) against the same fake from as many threads as the dispatcher starts at once, with no database.
 Launched at once, launch->parked is mostly the wait in line (with N runs and S starts/s the median run waits
 about N / (2 S)); the latency target is for launches offered one at a time at 80% of the measured start rate,
 what a dispatcher that keeps up makes a launch wait (the LISTEN wake-up, the claim, the start and the park).
@@ -130,7 +130,7 @@ def measure(bench_url: str, fake, runs: int, start_ms: int, processes: int, pace
 
 
 def replay(fake_url: str, starts: int, threads: int) -> float:
-    """Starts per second of the provider's own start (its three HTTP calls) from `threads` threads of a process of
+    """Starts per second of the provider's own start (its five HTTP calls) from `threads` threads of a process of
     their own (as the dispatcher is: the fake answers from this one), no database."""
     import multiprocessing
 
@@ -194,7 +194,7 @@ def main():
     p50s, p99s = [run["p50"] for run in paced], [run["p99"] for run in paced]
     rows = [("measure", "value", "reference", "ratio", "target"),
             (f"{runs} launched at once, 0 ms starts, 1 dispatcher (starts/s)", f"{ours:.0f}",
-             f"its 3 HTTP calls replayed from {threads} threads, no database: {replayed:.0f} starts/s "
+             f"its 5 HTTP calls replayed from {threads} threads, no database: {replayed:.0f} starts/s "
              f"(medians of {len(rates['ours'])}; ours {harness.spread(rates['ours'])}, "
              f"replay {harness.spread(rates['replay'])})", f"{ours / replayed:.2f}", ">= 0.60"),
             ("  launch->parked of those, mostly the wait in line (ms)", f"{instant['p50']:.0f}",

@@ -14,6 +14,7 @@ uses it while Django's settings load.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any, Callable, Generic, Mapping, TypeVar, overload
@@ -48,6 +49,15 @@ def _text(key: str, raw: str) -> str:
 
 def _optional_text(key: str, raw: str) -> str | None:
     return raw or None
+
+
+def _optional_file(key: str, raw: str) -> str | None:
+    """A file read when the provider is built: refused at start-up when it cannot be read."""
+    if not raw:
+        return None
+    if not os.access(raw, os.R_OK) or not Path(raw).is_file():
+        raise _refuse(f"{key} must name a readable file, got {raw!r}")
+    return raw
 
 
 def _integer(minimum: int, maximum: int = 2**31 - 1) -> Callable[[str, str], int]:
@@ -196,9 +206,16 @@ class SchedulerSettings:
     daytona_api_url = Setting("https://app.daytona.io/api")
     daytona_api_keys: Setting[dict[str, str]] = Setting({}, _daytona_keys)
     daytona_snapshot = Setting[str | None](None, _optional_text)
+    # PRV-1: a Dockerfile whose content new sandboxes are built from (buildInfo, with resources) instead of a snapshot.
+    daytona_dockerfile = Setting[str | None](None, _optional_file)
+    daytona_disk_gb = Setting(3, _integer(1, 1024))
+    # PRV-2: how long a start waits for its sandbox to be `started`.
+    daytona_start_timeout_seconds = Setting(120, _integer(1, 3600))
     modal_server_url = Setting[str | None](None, _optional_text)
     modal_tokens: Setting[dict[str, dict[str, str]]] = Setting({}, _modal_tokens)
     modal_image = Setting[str | None](None, _optional_text)
+    # PRV-5: the lifetime of a Modal sandbox whose launch names no timeoutSeconds (Modal's maximum is 24 h).
+    modal_sandbox_timeout_seconds = Setting(3600, _integer(1, 86_400))
     public_api_url = Setting("http://127.0.0.1:8000")
     application_name = Setting("run-scheduler")
     require_secret_key = Setting(False, _boolean)

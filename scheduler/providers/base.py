@@ -32,14 +32,33 @@ class ReadBack(enum.Enum):
     UNKNOWN = "unknown"
 
 
+class ProviderCause(enum.StrEnum):
+    """Why a provider call failed, in the words `check_provider` gives a user (PRV-7)."""
+
+    CREDENTIAL_REFUSED = "credential refused"
+    NOT_FOUND = "snapshot, image or sandbox not found"
+    UNREACHABLE = "provider API not reachable"
+    REQUEST_REFUSED = "request refused by the provider"
+    RATE_LIMITED = "rate-limited by the provider"
+    UNAVAILABLE = "provider unavailable"
+    MALFORMED_ANSWER = "provider answered something it does not document"
+    SANDBOX_FAILED = "sandbox failed to start"
+    START_TIMEOUT = "sandbox did not start in time"
+    NOT_CONFIGURED = "provider not configured"
+
+
 class ProviderError(Exception):
     """A provider call failed. `permanent` errors are not retried (CLN-7 blocks the job);
-    `retry_after` (seconds, from a rate limit's Retry-After) is the earliest the cleanup backoff retries."""
+    `retry_after` (seconds, from a rate limit's Retry-After) is the earliest the cleanup backoff retries.
+    `sandbox` names the sandbox a start created before it failed (it still needs its cleanup obligation)."""
 
-    def __init__(self, message: str, *, permanent: bool = False, retry_after: float | None = None):
+    def __init__(self, message: str, *, permanent: bool = False, retry_after: float | None = None,
+                 cause: ProviderCause = ProviderCause.UNAVAILABLE):
         super().__init__(message)
         self.permanent = permanent
         self.retry_after = retry_after
+        self.cause = cause
+        self.sandbox: SandboxRef | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +87,8 @@ class StartRequest:
     command: list[str]
     cpu: float = 1.0
     memory_mb: int = 512
+    # PRV-5: how long the sandbox may live (the launch's timeoutSeconds plus the terminal grace), when it says.
+    lifetime_seconds: int | None = None
 
 
 class SandboxProvider:

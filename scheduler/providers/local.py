@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psutil
 
+from scheduler.conf import PROJECT_DIR
 from scheduler.kinds import Provider
 from scheduler.providers import sandbox_user
 from scheduler.providers.base import DeleteOutcome, Inspection, ProviderError, ReadBack, SandboxProvider, SandboxRef, StartRequest
@@ -79,6 +80,8 @@ def reap_children() -> None:
 
 
 TAG_FILE = "sandbox.json"
+# A local sandbox imports the runner from this scheduler's own install; a remote one is given it by its start.
+LOCAL_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(PROJECT_DIR)}
 
 
 class LocalProvider(SandboxProvider):
@@ -124,7 +127,7 @@ class LocalProvider(SandboxProvider):
         log = open(staging / "runner.log", "ab")
         try:
             process = subprocess.Popen(
-                request.command, cwd=staging, env=request.env, stdin=subprocess.DEVNULL,
+                request.command, cwd=staging, env={**LOCAL_ENV, **request.env}, stdin=subprocess.DEVNULL,
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **identity,
             )
         except OSError as exc:

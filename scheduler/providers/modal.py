@@ -4,6 +4,12 @@ The library speaks gRPC; MODAL_SERVER_URL points it elsewhere (tests use a
 fake at the library boundary). Credentials are per workspace, chosen by the
 sandbox's routing domain. poll() returning None means running, an exit code
 means gone; NotFoundError means gone under the workspace's own credential.
+
+PRV-5: a sandbox lives as long as its run may (the launch's timeout plus the
+terminal grace, else SCHEDULER_MODAL_SANDBOX_TIMEOUT_SECONDS), at most Modal's
+24 hours, never the library's 300 s default; its image is given the runner
+package by the start (Image.add_local_dir of the runner's own files), so any
+image with Python 3.12+ and the user's plays runs it.
 """
 
 from __future__ import annotations
@@ -12,9 +18,15 @@ import importlib
 from typing import Any
 
 from scheduler.kinds import Provider
-from scheduler.providers.base import DeleteOutcome, Inspection, ProviderError, ReadBack, SandboxProvider, SandboxRef, StartRequest
+from scheduler.providers import runner_bundle
+from scheduler.providers.base import (DeleteOutcome, Inspection, ProviderCause, ProviderError, ReadBack,
+                                      SandboxProvider, SandboxRef, StartRequest)
 
 APP_NAME = "run-scheduler"
+# Modal's own ceiling on a sandbox's lifetime (its sandbox guide: "up to 24 hours").
+MAX_LIFETIME_SECONDS = 24 * 60 * 60
+# Where the image carries the runner package; the runner's PYTHONPATH names it first.
+RUNNER_ROOT = "/opt/scheduler-runner"
 
 
 def sandbox_name(run_id: str, attempt: int) -> str:
@@ -25,11 +37,13 @@ def sandbox_name(run_id: str, attempt: int) -> str:
 class ModalProvider(SandboxProvider):
     name = Provider.MODAL
 
-    def __init__(self, tokens: dict[str, dict[str, str]], *, modal_module: Any = None, image: str | None = None):
+    def __init__(self, tokens: dict[str, dict[str, str]], *, modal_module: Any = None, image: str | None = None,
+                 default_lifetime: int = 3600):
         self._tokens = dict(tokens)
         self._modal = modal_module
         self._clients: dict[str, Any] = {}
         self.image = image
+        self.default_lifetime = default_lifetime
 
     @property
     def modal(self):
@@ -43,10 +57,23 @@ class ModalProvider(SandboxProvider):
     def _client(self, workspace: str | None):
         token = self._tokens.get(workspace or "")
         if not token:
-            raise ProviderError(f"no Modal token for workspace {workspace!r}", permanent=True)
+            raise ProviderError(f"no Modal token for workspace {workspace!r}", permanent=True,
+                                cause=ProviderCause.NOT_CONFIGURED)
         if workspace not in self._clients:
-            self._clients[workspace] = self.modal.Client.from_credentials(token["tokenId"], token["tokenSecret"])
+            try:
+                self._clients[workspace] = self.modal.Client.from_credentials(token["tokenId"], token["tokenSecret"])
+            except self.modal.exception.Error as error:
+                # A client that cannot connect is retryable like any other provider failure (PRV-5).
+                raise _provider_error("Modal client", error) from None
         return self._clients[workspace]
+
+    def lifetime(self, request: StartRequest) -> int:
+        return min(MAX_LIFETIME_SECONDS, request.lifetime_seconds or self.default_lifetime)
+
+    def runner_image(self):
+        """The configured image (or Modal's Debian slim) with the runner package added by the start itself."""
+        base = self.modal.Image.from_registry(self.image) if self.image else self.modal.Image.debian_slim()
+        return base.add_local_dir(runner_bundle.unpacked_runner(), RUNNER_ROOT, copy=False)
 
     def _sandbox(self, ref: SandboxRef):
         client = self._client(ref.routing_domain)
@@ -57,16 +84,16 @@ class ModalProvider(SandboxProvider):
 
     def start(self, request: StartRequest) -> SandboxRef:
         client = self._client(request.routing_domain)
+        command = ["sh", "-c", runner_bundle.modal_shell_command(request.command[0], RUNNER_ROOT)]
         try:
             app = self.modal.App.lookup(APP_NAME, create_if_missing=True, client=client)
-            kwargs = {"app": app, "client": client, "secrets": [self.modal.Secret.from_dict(request.env)],
-                      "cpu": request.cpu, "memory": request.memory_mb}
-            if self.image:
-                kwargs["image"] = self.modal.Image.from_registry(self.image)
             # The name is the tag find_started looks up: set by the create itself, so no window leaves it out.
-            sandbox = self.modal.Sandbox.create(*request.command, name=sandbox_name(request.run_id, request.attempt), **kwargs)
+            sandbox = self.modal.Sandbox.create(
+                *command, app=app, client=client, image=self.runner_image(),
+                secrets=[self.modal.Secret.from_dict(request.env)], cpu=request.cpu, memory=request.memory_mb,
+                timeout=self.lifetime(request), name=sandbox_name(request.run_id, request.attempt))
         except self.modal.exception.Error as error:
-            raise ProviderError(f"Modal sandbox create failed: {type(error).__name__}") from None
+            raise _provider_error("Modal sandbox create", error) from None
         return SandboxRef(self.name, sandbox.object_id, request.routing_domain)
 
     def find_started(self, run_id: str, attempt: int, routing_domain: str | None) -> list[SandboxRef]:
@@ -85,9 +112,9 @@ class ModalProvider(SandboxProvider):
         except Exception as error:  # noqa: BLE001 - the library's errors are all "unknown" except NotFound
             if self._not_found(error):
                 return Inspection.GONE
-            if isinstance(error, ProviderError):
+            if isinstance(error, ProviderError) and error.permanent:
                 raise
-            return Inspection.UNKNOWN
+            return Inspection.UNKNOWN  # a client that cannot connect knows nothing either way
         return Inspection.RUNNING if code is None else Inspection.GONE
 
     def delete(self, ref: SandboxRef) -> DeleteOutcome:
@@ -112,3 +139,14 @@ class ModalProvider(SandboxProvider):
         except Exception as error:  # noqa: BLE001
             return ReadBack.DELETED if self._not_found(error) else ReadBack.UNKNOWN
         return ReadBack.STILL_PRESENT if code is None else ReadBack.DELETED
+
+
+def _provider_error(what: str, error: BaseException) -> ProviderError:
+    """The library's error as a provider error: its class names the cause; its text may carry a token, so never it."""
+    kind = type(error).__name__
+    if kind in ("AuthError", "PermissionDeniedError"):
+        return ProviderError(f"{what} failed: {kind}", permanent=True, cause=ProviderCause.CREDENTIAL_REFUSED)
+    if kind == "NotFoundError":
+        return ProviderError(f"{what} failed: {kind}", permanent=True, cause=ProviderCause.NOT_FOUND)
+    cause = ProviderCause.UNREACHABLE if kind == "ConnectionError" else ProviderCause.UNAVAILABLE
+    return ProviderError(f"{what} failed: {kind}", cause=cause)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+from pathlib import Path
 from typing import Callable
 
 from scheduler.conf import scheduler_settings
@@ -48,8 +49,12 @@ def _local() -> SandboxProvider:
 def _daytona() -> SandboxProvider:
     from scheduler.providers.daytona import DaytonaProvider
 
+    dockerfile = scheduler_settings.daytona_dockerfile
     return DaytonaProvider(scheduler_settings.daytona_api_url, scheduler_settings.daytona_api_keys,
-                           snapshot=scheduler_settings.daytona_snapshot)
+                           snapshot=scheduler_settings.daytona_snapshot,
+                           dockerfile=Path(dockerfile).read_text() if dockerfile else None,
+                           disk_gb=scheduler_settings.daytona_disk_gb,
+                           start_timeout=scheduler_settings.daytona_start_timeout_seconds)
 
 
 def _modal() -> SandboxProvider:
@@ -57,7 +62,8 @@ def _modal() -> SandboxProvider:
 
     if scheduler_settings.modal_server_url:
         os.environ.setdefault("MODAL_SERVER_URL", scheduler_settings.modal_server_url)
-    return ModalProvider(scheduler_settings.modal_tokens, image=scheduler_settings.modal_image)
+    return ModalProvider(scheduler_settings.modal_tokens, image=scheduler_settings.modal_image,
+                         default_lifetime=scheduler_settings.modal_sandbox_timeout_seconds)
 
 
 # One builder per member of kinds.Provider, the one list of providers (a test holds the two together; the

@@ -26,13 +26,14 @@ from dataclasses import dataclass, field
 
 from django.db import connection, connections
 
-from scheduler import db
-from scheduler.conf import PROJECT_DIR, scheduler_settings
+from scheduler import db, outbound
+from scheduler.cleanup.billing import TERMINAL_GRACE_SECONDS
+from scheduler.conf import scheduler_settings
 from scheduler.kinds import FailureCode, ResultStatus
 from scheduler.faults import describe
 from scheduler.tick import Tick
 from scheduler.providers import ProviderError, get_provider, sandbox_placement
-from scheduler.providers.base import StartRequest
+from scheduler.providers.base import SandboxRef, StartRequest
 from scheduler.runs import launch_rules, lifecycle, settlement
 from scheduler.runs.batcher import StatementBatcher
 from scheduler.runs.tokens import mint_runner_token
@@ -67,10 +68,9 @@ def _play_spec(claim: lifecycle.Claim) -> dict:
 
 
 def runner_env(claim: lifecycle.Claim, heartbeat_timeout_ms: int) -> dict[str, str]:
+    """What the runner needs to know; PATH and PYTHONPATH are the sandbox's own (a remote image keeps its own)."""
     return {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
         "LC_ALL": "C.UTF-8",
-        "PYTHONPATH": str(PROJECT_DIR),
         "SCHEDULER_API_URL": claim.launch.get("runnerApiUrl") or scheduler_settings.public_api_url,
         "SCHEDULER_RUNNER_TOKEN": mint_runner_token(claim.run_id, claim.attempt, claim.lease_token),
         "SCHEDULER_RUN_ID": claim.run_id,
@@ -82,24 +82,34 @@ def runner_env(claim: lifecycle.Claim, heartbeat_timeout_ms: int) -> dict[str, s
     }
 
 
+def sandbox_lifetime(launch: dict) -> int | None:
+    """PRV-5: the launch's sandbox timeout plus the terminal grace (the most a run may bill), when it names one."""
+    sandbox = (launch.get("contractSnapshot") or {}).get("sandbox") or {}
+    seconds = sandbox.get("timeoutSeconds") if isinstance(sandbox, dict) else None
+    if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0:
+        return seconds + TERMINAL_GRACE_SECONDS
+    return None
+
+
 def dispatch_claim(claim: lifecycle.Claim, result: DispatchTick, park: Callable[[lifecycle.Park], bool]) -> None:
     launch = claim.launch
     provider_name, routing_domain = sandbox_placement(launch, claim.org_id)
     timeout_ms = int(launch.get("heartbeatTimeoutMs") or scheduler_settings.heartbeat_timeout_ms)
     request = StartRequest(claim.run_id, claim.attempt, routing_domain, runner_env(claim, timeout_ms),
-                           ["python3", "-m", "scheduler.sandbox.runner"])
+                           ["python3", "-m", "scheduler.sandbox.runner"], lifetime_seconds=sandbox_lifetime(launch))
     try:
         provider = get_provider(provider_name)
         request.command[0] = provider.runner_python
         ref = provider.start(request)
     except ProviderError as error:
         result.counts["start_failed"] += 1
+        left = error.sandbox
         logger.warning("dispatch run=%s attempt=%s provider=%s start failed: %s", claim.run_id, claim.attempt, provider_name, error)
         # A retryable loss: the run goes back to the queue while attempts remain.
         lost = {"status": ResultStatus.FAILED, "error": {"code": FailureCode.DISPATCH_LOST, "message": str(error)[:500]},
                 "verdict": FailureCode.DISPATCH_LOST}
         settlement.settle_attempt(claim.run_id, claim.attempt, claim.lease_token, lost)
-        _keep_what_a_failed_start_left(claim, request, provider_name)
+        _keep_what_a_failed_start_left(claim, request, provider_name, left)
         return
     now_ms = int(time.time() * 1000)
     resource = _resource(ref, request, now_ms)
@@ -128,14 +138,17 @@ def _keep_for_cleanup(claim: lifecycle.Claim, ref, resource: dict) -> None:
     })
 
 
-def _keep_what_a_failed_start_left(claim: lifecycle.Claim, request: StartRequest, provider_name: str) -> None:
-    """A start can fail half-way (a Daytona sandbox created, its runner not started): find what it left by its tags."""
+def _keep_what_a_failed_start_left(claim: lifecycle.Claim, request: StartRequest, provider_name: str,
+                                   named: SandboxRef | None) -> None:
+    """A start can fail half-way (a Daytona sandbox created, never started): keep the sandbox its error names,
+    and whatever else its tags find (a list is eventually consistent, so the named one never waits for it)."""
+    left = [named] if named is not None else []
     try:
-        left = get_provider(provider_name).find_started(claim.run_id, claim.attempt, request.routing_domain)
+        left += [ref for ref in get_provider(provider_name).find_started(claim.run_id, claim.attempt,
+                                                                          request.routing_domain) if ref not in left]
     except ProviderError as error:
         logger.warning("dispatch run=%s attempt=%s provider=%s could not list what the failed start left: %s",
                        claim.run_id, claim.attempt, provider_name, error)
-        return
     now_ms = int(time.time() * 1000)
     for ref in left:
         _keep_for_cleanup(claim, ref, _resource(ref, request, now_ms))
@@ -217,6 +230,7 @@ class DispatchPool:
 
         def close_this_threads_connection() -> None:
             connections.close_all()
+            outbound.close_thread_transports()  # the provider's kept HTTP connections too
             every_thread.wait(60)  # so each of the pool's threads runs exactly one of these
 
         for _ in range(self.max_starts):

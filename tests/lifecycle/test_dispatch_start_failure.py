@@ -27,3 +27,16 @@ def test_create_itself_fails__dispatch_lost_and_nothing_to_clean(daytona):
     assert dispatch.run_once(1).counts["start_failed"] == 1
     assert one("SELECT status FROM runs WHERE run_id = %s", [run_id]) == "queued"
     assert one("SELECT count(*) FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [run_id]) == 0
+
+
+def test_a_sandbox_that_never_started_keeps_its_obligation_though_the_list_fails(daytona):
+    """PRV-2: the start's error names the sandbox it created, so its obligation needs no (eventually consistent) list."""
+    run_id = factories.launch(org_id="org-1", launch={"sandboxProvider": "daytona"})
+    daytona.after_create = lambda sandbox: sandbox.update(state="build_failed", errorReason="no such base image")
+    daytona.script("GET", 503, {"message": "list unavailable"}, path_contains="labels=")
+    assert dispatch.run_once(1).counts["start_failed"] == 1
+    error = loads(one("SELECT runner_result_json FROM attempts WHERE run_id = %s AND attempt = 1", [run_id]))["error"]
+    assert error["code"] == "dispatch_lost" and "no such base image" in error["message"]
+    assert query("SELECT sandbox_id, status FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [run_id]) == [
+        ("dt-1", "pending")]
+    assert not any(method == "DELETE" for method, _ in daytona.requests)  # cleanup deletes it, once, not the start

@@ -1,4 +1,5 @@
-"""The Daytona client against a local fake of its REST surface."""
+"""The Daytona client against a local fake of its REST surface (its shapes held to Daytona's documents by
+tests/contract/, its server rules by test_fake_daytona.py)."""
 
 import pytest
 
@@ -17,16 +18,24 @@ def daytona():
         yield fake, DaytonaProvider(fake.url, {"org-a": "key-a", "org-b": "key-b"}, timeout=5)
 
 
+RUNNER = ["python3", "-m", "scheduler.sandbox.runner"]
+
+
 def ref(sandbox_id, org="org-a"):
     return SandboxRef("daytona", sandbox_id, org)
 
 
-def test_start__creates_sandbox_and_runner_session(daytona):
+def test_start__creates_waits_uploads_the_runner_and_starts_it_in_a_session(daytona):
     fake, provider = daytona
-    started = provider.start(StartRequest("run-1", 1, "org-a", {"A": "1"}, ["python3", "-m", "scheduler.sandbox.runner"]))
+    started = provider.start(StartRequest("run-1", 1, "org-a", {"A": "1"}, RUNNER))
     assert started == SandboxRef("daytona", "dt-1", "org-a")
     assert fake.sandboxes["dt-1"]["env"] == {"A": "1"}
-    assert ("POST", "/api/toolbox/dt-1/toolbox/process/session/runner/exec") in fake.requests
+    paths = [path.split("?")[0] for method, path in fake.requests]
+    assert paths == ["/api/sandbox", "/api/sandbox/dt-1", "/toolbox/dt-1/files/upload", "/toolbox/dt-1/process/session",
+                     "/toolbox/dt-1/process/session/scheduler-runner/exec"]
+    assert not any("/toolbox/dt-1/toolbox/" in path for _, path in fake.requests)  # the deprecated proxy paths
+    bootstrap = fake.toolbox.uploads["dt-1"][0]
+    assert fake.toolbox.commands["dt-1"] == [f"exec python3 {bootstrap} > runner.log 2>&1"]
 
 
 def test_inspect__running_gone_and_other_orgs_sandbox(daytona):
@@ -49,11 +58,11 @@ def test_no_credential_for_the_organization__permanent_error_and_no_call(daytona
     assert fake.requests == []
 
 
-def test_delete__asynchronous__accepted_then_destroying_then_gone(daytona):
+def test_delete__asynchronous__accepted_keeps_the_state_with_desired_destroyed_then_gone(daytona):
     fake, provider = daytona
     fake.add("sb-1", "org-a")
     assert provider.delete(ref("sb-1")) is DeleteOutcome.ACCEPTED
-    assert fake.sandboxes["sb-1"]["state"] == "destroying"
+    assert (fake.sandboxes["sb-1"]["state"], fake.sandboxes["sb-1"]["desiredState"]) == ("started", "destroyed")
     assert provider.read_back(ref("sb-1")) is ReadBack.STILL_PRESENT
     assert provider.read_back(ref("sb-1")) is ReadBack.DELETED
     assert provider.delete(ref("sb-1")) is DeleteOutcome.ALREADY_ABSENT
@@ -107,11 +116,11 @@ def test_inspect__5xx_or_unreachable__unknown_never_gone():
 
 def test_find_started__by_the_labels_start_gave_and_only_under_the_orgs_own_key(daytona):
     fake, provider = daytona
-    started = provider.start(StartRequest("run-9", 3, "org-a", {}, ["python3", "-m", "scheduler.sandbox.runner"]))
-    provider.start(StartRequest("run-9", 2, "org-a", {}, ["python3", "-m", "scheduler.sandbox.runner"]))
+    started = provider.start(StartRequest("run-9", 3, "org-a", {}, RUNNER))
+    provider.start(StartRequest("run-9", 2, "org-a", {}, RUNNER))
     assert provider.find_started("run-9", 3, "org-a") == [started]
     assert provider.find_started("run-9", 3, "org-b") == []
-    fake.sandboxes[started.sandbox_id]["state"] = "destroyed"
+    fake.sandboxes[started.sandbox_id]["desiredState"] = "destroyed"  # its delete accepted: nothing left to clean
     assert provider.find_started("run-9", 3, "org-a") == []
 
 
@@ -131,11 +140,12 @@ def test_calls_reuse_one_connection_per_thread():
     with FakeDaytona(KEYS, keep_alive=True) as fake:
         provider = DaytonaProvider(fake.url, {"org-a": "key-a"}, timeout=5)
         try:
-            provider.start(StartRequest("run-1", 1, "org-a", {}, ["python3", "-m", "scheduler.sandbox.runner"]))
-            provider.start(StartRequest("run-2", 1, "org-a", {}, ["python3", "-m", "scheduler.sandbox.runner"]))
+            provider.start(StartRequest("run-1", 1, "org-a", {}, RUNNER))
+            provider.start(StartRequest("run-2", 1, "org-a", {}, RUNNER))
         finally:
             outbound.close_thread_transports()
-    assert len(fake.client_ports) == 6 and len(set(fake.client_ports)) == 1  # two starts, three calls each
+    # Two starts, five calls each (create, the read that finds it started, upload, session, exec): one connection.
+    assert len(fake.client_ports) == 10 and len(set(fake.client_ports)) == 1
 
 
 def test_every_threads_client_shares_one_tls_context():
