@@ -33,7 +33,7 @@ from scheduler.kinds import FailureCode, ResultStatus
 from scheduler.faults import describe
 from scheduler.tick import Tick
 from scheduler.providers import ProviderError, get_provider, sandbox_placement
-from scheduler.providers.base import SandboxRef, StartRequest
+from scheduler.providers.base import StartRequest
 from scheduler.runs import launch_rules, lifecycle, settlement
 from scheduler.runs.batcher import StatementBatcher
 from scheduler.runs.tokens import mint_runner_token
@@ -103,13 +103,12 @@ def dispatch_claim(claim: lifecycle.Claim, result: DispatchTick, park: Callable[
         ref = provider.start(request)
     except ProviderError as error:
         result.counts["start_failed"] += 1
-        left = error.sandbox
         logger.warning("dispatch run=%s attempt=%s provider=%s start failed: %s", claim.run_id, claim.attempt, provider_name, error)
         # A retryable loss: the run goes back to the queue while attempts remain.
         lost = {"status": ResultStatus.FAILED, "error": {"code": FailureCode.DISPATCH_LOST, "message": str(error)[:500]},
                 "verdict": FailureCode.DISPATCH_LOST}
         settlement.settle_attempt(claim.run_id, claim.attempt, claim.lease_token, lost)
-        _keep_what_a_failed_start_left(claim, request, provider_name, left)
+        _keep_what_a_failed_start_left(claim, request, provider_name, error)
         return
     now_ms = int(time.time() * 1000)
     resource = _resource(ref, request, now_ms)
@@ -139,16 +138,19 @@ def _keep_for_cleanup(claim: lifecycle.Claim, ref, resource: dict) -> None:
 
 
 def _keep_what_a_failed_start_left(claim: lifecycle.Claim, request: StartRequest, provider_name: str,
-                                   named: SandboxRef | None) -> None:
-    """A start can fail half-way (a Daytona sandbox created, never started): keep the sandbox its error names,
-    and whatever else its tags find (a list is eventually consistent, so the named one never waits for it)."""
-    left = [named] if named is not None else []
+                                   error: ProviderError) -> None:
+    """A start can fail half-way (a Daytona sandbox created, never started): the sandbox its error names gets its
+    obligation now, and so does whatever its tags find. When no answer named one and the failure was not a refusal
+    (a create that timed out may still be made), the sweep is left a hint to list the attempt's sandboxes again."""
+    left = [error.sandbox] if error.sandbox is not None else []
     try:
         left += [ref for ref in get_provider(provider_name).find_started(claim.run_id, claim.attempt,
                                                                           request.routing_domain) if ref not in left]
-    except ProviderError as error:
+    except ProviderError as listing:
         logger.warning("dispatch run=%s attempt=%s provider=%s could not list what the failed start left: %s",
-                       claim.run_id, claim.attempt, provider_name, error)
+                       claim.run_id, claim.attempt, provider_name, listing)
+    if error.sandbox is None and not error.permanent:
+        db.run("control_hint_failed_start", {"run_id": claim.run_id, "attempt": claim.attempt})
     now_ms = int(time.time() * 1000)
     for ref in left:
         _keep_for_cleanup(claim, ref, _resource(ref, request, now_ms))

@@ -235,6 +235,13 @@ SELECT attempt.lease_token, attempt.status
 FROM __schema__.attempts AS attempt
 WHERE attempt.run_id = %(run_id)s::text AND attempt.attempt = %(attempt)s::integer;
 
+-- name: control_hint_failed_start
+-- A start that failed before any answer named its sandbox (a create that timed out or was cut off may still be made by the provider): the sweep lists the attempt's sandboxes by their tags on its next ticks (CLN-1, PRV-2).
+INSERT INTO __schema__.control (key, value_json)
+VALUES ({{unreconciled_key(%(run_id)s::text, %(attempt)s::integer)}},
+        jsonb_build_object('runId', %(run_id)s::text, 'attempt', %(attempt)s::integer))
+ON CONFLICT (key) DO NOTHING;
+
 -- name: runs_record_unparked_sandbox
 -- A sandbox started for an attempt that could not park (it settled or lost its claim first): keep its billing resource and give it a cleanup obligation (CLN-1).
 WITH resource AS (
