@@ -5,6 +5,8 @@ from django.http import JsonResponse
 from scheduler.api import parsing, responses
 from scheduler.api.auth import require_runner
 from scheduler.api.http import api_view, json_body
+from scheduler.errors import NotFound
+from scheduler.providers import checking
 from scheduler.runs import lifecycle, settlement, settler
 
 
@@ -19,10 +21,18 @@ def authorized(request) -> tuple[dict, tuple[str, int, str]]:
 @api_view("POST")
 def heartbeat(request):
     _, (run_id, attempt, lease_token) = authorized(request)
+    if checking.is_check(run_id):  # PRV-7: check_provider's runner, which has no run of its own
+        current = checking.record(run_id, "heartbeat", {"attempt": attempt})
+        return JsonResponse(responses.heartbeat(lifecycle.Heartbeat(current, False, None)))
     return JsonResponse(responses.heartbeat(lifecycle.heartbeat(run_id, attempt, lease_token)))
 
 
 @api_view("POST")
 def runner_terminal(request):
     item = parsing.runner_terminal(*authorized(request))
+    if checking.is_check(item.run_id):
+        result = item.result or {}
+        if not checking.record(item.run_id, "terminal", {key: result.get(key) for key in ("status", "output", "error")}):
+            raise NotFound(f"check {item.run_id} is over")
+        return JsonResponse(responses.terminal(settlement.TerminalAnswer(True, True, result.get("status"))))
     return JsonResponse(responses.terminal(settlement.ingest_runner_terminal(item, settle=settler.settle)))

@@ -7,9 +7,15 @@ from __future__ import annotations
 
 import platform
 import sys
+import time
 
 
 def hello(play_input):
-    """Answers with the interpreter the sandbox gave the runner (what a user's plays will run on)."""
-    name = play_input.get("name", "provider") if isinstance(play_input, dict) else "provider"
-    return {"greeting": f"hello, {name}", "python": platform.python_version(), "executable": sys.executable}
+    """Answers with the interpreter the sandbox gave the runner (what a user's plays will run on), after holding
+    `holdSeconds` so the runner heartbeats at least once while it runs."""
+    play_input = play_input if isinstance(play_input, dict) else {}
+    hold = play_input.get("holdSeconds", 0)
+    if isinstance(hold, (int, float)) and 0 < hold <= 60:
+        time.sleep(hold)
+    return {"greeting": f"hello, {play_input.get('name', 'provider')}", "python": platform.python_version(),
+            "executable": sys.executable}
