@@ -60,6 +60,17 @@ def _optional_file(key: str, raw: str) -> str | None:
     return raw
 
 
+def _optional_callable(key: str, raw: str) -> str | None:
+    """`module:function`, imported when the provider is built (the module may need the provider's library)."""
+    from scheduler.runs.launch_rules import PLAY_CALLABLE
+
+    if not raw:
+        return None
+    if not PLAY_CALLABLE.fullmatch(raw):
+        raise _refuse(f"{key} must be module:function, got {raw!r}")
+    return raw
+
+
 def _integer(minimum: int, maximum: int = 2**31 - 1) -> Callable[[str, str], int]:
     def parse(key: str, raw: str) -> int:
         try:
@@ -214,6 +225,8 @@ class SchedulerSettings:
     modal_server_url = Setting[str | None](None, _optional_text)
     modal_tokens: Setting[dict[str, dict[str, str]]] = Setting({}, _modal_tokens)
     modal_image = Setting[str | None](None, _optional_text)
+    # PRV-5: `module:function` returning a modal.Image with the user's plays (instead of a registry image).
+    modal_image_definition = Setting[str | None](None, _optional_callable)
     # PRV-5: the lifetime of a Modal sandbox whose launch names no timeoutSeconds (Modal's maximum is 24 h).
     modal_sandbox_timeout_seconds = Setting(3600, _integer(1, 86_400))
     public_api_url = Setting("http://127.0.0.1:8000")

@@ -38,11 +38,12 @@ class ModalProvider(SandboxProvider):
     name = Provider.MODAL
 
     def __init__(self, tokens: dict[str, dict[str, str]], *, modal_module: Any = None, image: str | None = None,
-                 default_lifetime: int = 3600):
+                 image_definition: str | None = None, default_lifetime: int = 3600):
         self._tokens = dict(tokens)
         self._modal = modal_module
         self._clients: dict[str, Any] = {}
         self.image = image
+        self.image_definition = image_definition
         self.default_lifetime = default_lifetime
 
     @property
@@ -70,10 +71,26 @@ class ModalProvider(SandboxProvider):
     def lifetime(self, request: StartRequest) -> int:
         return min(MAX_LIFETIME_SECONDS, request.lifetime_seconds or self.default_lifetime)
 
+    def base_image(self):
+        """The user's image: their definition (`module:function`), a registry image, or Modal's Debian slim."""
+        if self.image_definition:
+            module_name, _, function = self.image_definition.partition(":")
+            try:
+                image = getattr(importlib.import_module(module_name), function)()
+            except Exception as error:  # noqa: BLE001 - whatever the user's definition raises is named, not raised
+                raise ProviderError(f"SCHEDULER_MODAL_IMAGE_DEFINITION {self.image_definition} failed: "
+                                    f"{type(error).__name__}: {error}", permanent=True,
+                                    cause=ProviderCause.NOT_CONFIGURED) from None
+            if not isinstance(image, self.modal.Image):
+                raise ProviderError(f"SCHEDULER_MODAL_IMAGE_DEFINITION {self.image_definition} returned "
+                                    f"{type(image).__name__}, not a modal.Image", permanent=True,
+                                    cause=ProviderCause.NOT_CONFIGURED)
+            return image
+        return self.modal.Image.from_registry(self.image) if self.image else self.modal.Image.debian_slim()
+
     def runner_image(self):
-        """The configured image (or Modal's Debian slim) with the runner package added by the start itself."""
-        base = self.modal.Image.from_registry(self.image) if self.image else self.modal.Image.debian_slim()
-        return base.add_local_dir(runner_bundle.unpacked_runner(), RUNNER_ROOT, copy=False)
+        """The user's image with the runner package added by the start itself."""
+        return self.base_image().add_local_dir(runner_bundle.unpacked_runner(), RUNNER_ROOT, copy=False)
 
     def _sandbox(self, ref: SandboxRef):
         client = self._client(ref.routing_domain)

@@ -63,6 +63,7 @@ def _modal() -> SandboxProvider:
     if scheduler_settings.modal_server_url:
         os.environ.setdefault("MODAL_SERVER_URL", scheduler_settings.modal_server_url)
     return ModalProvider(scheduler_settings.modal_tokens, image=scheduler_settings.modal_image,
+                         image_definition=scheduler_settings.modal_image_definition,
                          default_lifetime=scheduler_settings.modal_sandbox_timeout_seconds)
 
 

@@ -1,6 +1,9 @@
 """PRV-6: every request the Daytona provider makes, and every answer the fake gives, validated by Stoplight Prism
 against Daytona's own OpenAPI documents (strict: no unknown properties), over the provider's whole cycle."""
 
+import re
+from pathlib import Path
+
 import httpx
 
 from scheduler.providers import DeleteOutcome, Inspection, ReadBack, SandboxRef
@@ -8,6 +11,7 @@ from scheduler.providers.base import StartRequest
 from scheduler.providers.daytona import DaytonaProvider
 
 KEYS = {"org-contract": "key-contract"}
+RECIPES = Path(__file__).resolve().parent.parent.parent / "docs" / "recipes"
 
 
 def test_the_whole_cycle_passes_the_documents(contract):
@@ -25,7 +29,10 @@ def test_the_whole_cycle_passes_the_documents(contract):
 
 
 def test_a_declarative_build_passes_the_documents(contract):
-    provider = DaytonaProvider(contract.api_url, KEYS, timeout=10, dockerfile="FROM python:3.12-slim\n")
+    """With the docs' recipe for a declarative build (docs/recipes/daytona-build.Dockerfile)."""
+    recipe = (RECIPES / "daytona-build.Dockerfile").read_text()
+    assert not re.search(r"^\s*(COPY|ADD)\b", recipe, re.M)  # sent as text with no build context
+    provider = DaytonaProvider(contract.api_url, KEYS, timeout=10, dockerfile=recipe)
     ref = provider.start(StartRequest("contract-build", 1, "org-contract", {}, ["python3"], cpu=1, memory_mb=1024))
     assert provider.delete(ref) is DeleteOutcome.ACCEPTED
 

@@ -1,4 +1,4 @@
-"""A run launched with "sandboxProvider": "daytona" completes end to end through the contract mock: Prism checks
+"""PRV-3, PRV-6: a run launched with "sandboxProvider": "daytona" completes end to end through the contract mock: Prism checks
 every request against Daytona's documents, the fake keeps the server's rules and really runs the command its
 toolbox is given, in an empty directory, with an interpreter that cannot import the scheduler (as a stock image
 would). The runner gets there only because the start uploaded it. Then cleanup deletes through the same proxy

@@ -26,6 +26,7 @@ def ref(sandbox_id, org="org-a"):
 
 
 def test_start__creates_waits_uploads_the_runner_and_starts_it_in_a_session(daytona):
+    """PRV-3: the toolbox at the sandbox's toolboxProxyUrl, the runner uploaded by the start itself."""
     fake, provider = daytona
     started = provider.start(StartRequest("run-1", 1, "org-a", {"A": "1"}, RUNNER))
     assert started == SandboxRef("daytona", "dt-1", "org-a")

@@ -6,6 +6,7 @@ create binds its arguments to the real Sandbox.create's signature, so an argumen
 """
 
 import inspect
+from pathlib import Path
 import os
 import subprocess
 import types
@@ -168,3 +169,30 @@ def test_modal__find_started__the_attempts_running_sandbox_by_its_name():
     assert provider.find_started("run-m", 2, "ws-b") == []  # another workspace's credential sees nothing
     provider.delete(ref)
     assert provider.find_started("run-m", 2, "ws-a") == []
+
+
+RECIPES = Path(__file__).resolve().parent.parent.parent / "docs" / "recipes"
+
+
+def test_the_docs_modal_image_definition_is_built_with_the_real_library_and_given_the_runner(monkeypatch):
+    """docs/recipes/modal_image.py as a user would use it: SCHEDULER_MODAL_IMAGE_DEFINITION names it."""
+    monkeypatch.syspath_prepend(str(RECIPES))
+    added = []
+    real_add = modal.Image.add_local_dir
+    monkeypatch.setattr(modal.Image, "add_local_dir",
+                        lambda image, *args, **options: added.append(image) or real_add(image, *args, **options))
+    fake = library()
+    start(ModalProvider(TOKENS, modal_module=fake, image_definition="modal_image:plays_image"))
+    recipe_image, = added
+    assert isinstance(recipe_image, modal.Image) and isinstance(fake.created[0]["image"], modal.Image)
+
+
+@pytest.mark.parametrize(("definition", "message"), [
+    ("no_such_module_here:plays_image", "ModuleNotFoundError"),
+    ("json:dumps", "TypeError"),
+    ("os:getcwd", "returned str, not a modal.Image"),
+])
+def test_a_broken_image_definition_is_a_permanent_named_error(definition, message):
+    with pytest.raises(ProviderError, match=message) as raised:
+        start(ModalProvider(TOKENS, modal_module=library(), image_definition=definition))
+    assert raised.value.permanent and raised.value.cause is ProviderCause.NOT_CONFIGURED
