@@ -163,7 +163,8 @@ class DaytonaProvider(SandboxProvider):
             if time.monotonic() + pause > deadline:
                 raise ProviderError(f"Daytona sandbox {ref.sandbox_id} did not start within {self.start_timeout:g} s "
                                     f"(last state {state})", cause=ProviderCause.START_TIMEOUT)
-            time.sleep(pause)
+            if pause:
+                time.sleep(pause)  # not sleep(0): under 32 start threads that hands the GIL away for nothing
             pause = min(MAX_POLL_SECONDS, max(0.05, pause * 2))
             answer = self._api("GET", f"/sandbox/{_quoted(ref.sandbox_id)}", ref.routing_domain)
             if not answer.ok:

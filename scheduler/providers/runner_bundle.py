@@ -59,6 +59,7 @@ def bootstrap() -> bytes:
     return _BOOTSTRAP.replace("{sources}", ascii(sources())).replace("{module}", RUNNER_MODULE).encode("ascii")
 
 
+@functools.cache
 def bootstrap_path(directory: str = "/tmp") -> str:
     """Where a start puts the bootstrap: named by its content, so two versions never share a path."""
     digest = hashlib.sha256(bootstrap()).hexdigest()[:16]

@@ -3,6 +3,7 @@ import dataclasses
 import pytest
 
 from scheduler import outbound
+from scheduler.providers.registry import get_provider
 from tests.contract import documents, prism
 from tests.providers.fake_daytona import FakeDaytona
 
@@ -46,3 +47,15 @@ def contract(daytona_contract):
     outbound.close_thread_transports()
     refused = daytona_contract.api.violations()[before[0]:] + daytona_contract.toolbox.violations()[before[1]:]
     assert refused == [], "Prism refused what the documents do not allow:\n" + "\n".join(refused)
+
+
+@pytest.fixture
+def daytona_live(contract, live_server, settings):
+    """The scheduler configured for the contract's Daytona, its runners reaching this test's live API."""
+    settings.SCHEDULER_DAYTONA_API_URL = contract.api_url
+    settings.SCHEDULER_DAYTONA_API_KEYS = {"org-contract": "key-contract"}
+    settings.SCHEDULER_PUBLIC_API_URL = live_server.url
+    get_provider.cache_clear()
+    yield contract
+    outbound.close_thread_transports()  # the kept connections of calls made on this thread (cleanup, read-back)
+    get_provider.cache_clear()

@@ -28,29 +28,19 @@ def check(*args) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-@pytest.fixture
-def daytona_check(contract, live_server, settings):
-    settings.SCHEDULER_DAYTONA_API_URL = contract.api_url
-    settings.SCHEDULER_DAYTONA_API_KEYS = {"org-contract": "key-contract"}
-    settings.SCHEDULER_PUBLIC_API_URL = live_server.url
-    get_provider.cache_clear()
-    yield contract
-    get_provider.cache_clear()
-
-
 def mine(fake, before: set) -> list[dict]:
     return [sandbox for sandbox_id, sandbox in fake.sandboxes.items() if sandbox_id not in before]
 
 
-def test_daytona__every_step_timed__the_sandbox_deleted_and_read_back_gone(daytona_check):
-    before = set(daytona_check.fake.sandboxes)
+def test_daytona__every_step_timed__the_sandbox_deleted_and_read_back_gone(daytona_live):
+    before = set(daytona_live.fake.sandboxes)
     code, out, err = check("daytona", "--routing-domain", "org-contract")
     assert code == 0, out + err
     for step in ("create the sandbox and start its runner: ok (", "runner heartbeat through http://", "delete the "
                  "sandbox: ok (", "read it back gone: ok ("):
         assert step in out
-    assert f"ok: the runner ran on Python" in out and daytona_check.fake.toolbox.python in out
-    created, = mine(daytona_check.fake, before)
+    assert f"ok: the runner ran on Python" in out and daytona_live.fake.toolbox.python in out
+    created, = mine(daytona_live.fake, before)
     assert created["desiredState"] == "destroyed" and created["labels"]["runId"].startswith("check_")
     assert one("SELECT count(*) FROM control WHERE key LIKE 'provider_check:%%'") == 0
 
@@ -65,15 +55,15 @@ def test_local__the_same_check_on_this_machine(live_server, settings, tmp_path):
     assert "read it back gone: ok" in out
 
 
-def test_an_api_the_sandbox_cannot_reach__no_heartbeat__named_and_cleaned_up(daytona_check, settings):
+def test_an_api_the_sandbox_cannot_reach__no_heartbeat__named_and_cleaned_up(daytona_live, settings):
     settings.SCHEDULER_PUBLIC_API_URL = f"http://127.0.0.1:{free_port()}"
-    before = set(daytona_check.fake.sandboxes)
+    before = set(daytona_live.fake.sandboxes)
     code, out, err = check("daytona", "--routing-domain", "org-contract", "--wait", "3")
     assert code == 1
     assert err.strip().startswith("check_provider: FAILED at wait for the runner's heartbeat: API not reachable "
                                   "from the sandbox") and len(err.strip().splitlines()) == 1
     assert "SCHEDULER_PUBLIC_API_URL=http://127.0.0.1:" in err
-    created, = mine(daytona_check.fake, before)
+    created, = mine(daytona_live.fake, before)
     assert created["desiredState"] == "destroyed"  # cleaned up
     assert one("SELECT count(*) FROM control WHERE key LIKE 'provider_check:%%'") == 0
 
@@ -87,7 +77,7 @@ def test_an_unreachable_provider_api_and_a_refused_credential_are_named(settings
     get_provider.cache_clear()
 
 
-def test_a_refused_credential_is_named_without_the_key(daytona_check, settings):
+def test_a_refused_credential_is_named_without_the_key(daytona_live, settings):
     settings.SCHEDULER_DAYTONA_API_KEYS = {"org-contract": "not-the-key-456"}
     get_provider.cache_clear()
     code, out, err = check("daytona", "--routing-domain", "org-contract")

@@ -9,9 +9,7 @@ import subprocess
 
 import pytest
 
-from scheduler import outbound
 from scheduler.cleanup import billing_sweep, sandbox_sweep
-from scheduler.providers.registry import get_provider
 from scheduler.runs import dispatch, lifecycle
 from tests import factories
 from tests.factories import loads, one
@@ -21,25 +19,14 @@ from tests.support import wait_for
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def daytona_run(contract, live_server, settings):
-    settings.SCHEDULER_DAYTONA_API_URL = contract.api_url
-    settings.SCHEDULER_DAYTONA_API_KEYS = {"org-contract": "key-contract"}
-    settings.SCHEDULER_PUBLIC_API_URL = live_server.url
-    get_provider.cache_clear()
-    yield contract
-    outbound.close_thread_transports()  # the cleanup's and the read-back's kept connections, made on this thread
-    get_provider.cache_clear()
-
-
 def test_the_sandboxes_interpreter_cannot_import_the_scheduler():
     result = subprocess.run([base_python(), "-c", "import scheduler"], cwd="/", capture_output=True, text=True,
                             env={"PATH": "/usr/bin:/bin"}, timeout=60)
     assert result.returncode != 0 and "No module named 'scheduler'" in result.stderr
 
 
-def test_a_daytona_run_completes_with_the_runner_its_start_uploaded(daytona_run):
-    fake = daytona_run.fake
+def test_a_daytona_live_completes_with_the_runner_its_start_uploaded(daytona_live):
+    fake = daytona_live.fake
     run_id = factories.launch(org_id="org-contract", input={"name": "daytona"}, max_attempts=1,
                               launch={"sandboxProvider": "daytona", "play": {"callable": "scheduler.sandbox.probe:hello"}})
     assert dispatch.run_once(1).counts["parked"] == 1

@@ -49,6 +49,7 @@ class FakeDaytona:
         self.busy: set[str] = set()
         self.create_gate = None  # called before a sandbox create answers (a barrier, an event to wait on)
         self.after_create = None  # called with a new sandbox before its create answers (to set a state, say)
+        self.stalls: list[tuple[str, str, threading.Event]] = []  # (method, path part, released): answer late
         self.toolbox = Toolbox(run_commands)
         self.toolbox_url: str | None = None  # what sandboxes name as toolboxProxyUrl (the contract's proxy, say)
         self._ids = iter(range(1, 10**9))
@@ -81,6 +82,12 @@ class FakeDaytona:
             "toolboxProxyUrl": self.toolbox_url or f"{self.root}/toolbox", **fields}
         self.sandboxes[sandbox_id]["_reads"] = 0
         return self.sandboxes[sandbox_id]
+
+    def stall(self, method: str, path_contains: str) -> threading.Event:
+        """The next matching request answers only once the returned event is set (a provider that hangs)."""
+        released = threading.Event()
+        self.stalls.append((method, path_contains, released))
+        return released
 
     def script(self, method: str, status: int, body=None, headers=None, path_contains: str = ""):
         self.scripted.append((method, status, body, headers or {}, path_contains))
@@ -212,6 +219,11 @@ class FakeDaytona:
                     except ValueError:
                         return self._send(*_refusal(400, "malformed JSON"))
                 fake.bodies.append((method, self.path, payload))
+                for index, (stalled_method, path_part, released) in enumerate(fake.stalls):
+                    if stalled_method == method and path_part in self.path:
+                        del fake.stalls[index]
+                        released.wait(30)  # the client's read timeout passes first; then the call goes on
+                        break
                 for index, (scripted_method, status, body, headers, path_part) in enumerate(fake.scripted):
                     if scripted_method == method and path_part in self.path:
                         del fake.scripted[index]

@@ -141,3 +141,16 @@ def test_the_toolbox_answering_an_empty_200_as_the_daemon_does_is_accepted(fake)
     fake.script("POST", 200, None, path_contains="/files/upload")
     provider(fake).start(request())
     assert fake.toolbox.commands["dt-1"]
+
+
+@pytest.mark.parametrize(("method", "step"), [("GET", "/api/sandbox/dt-1"), ("POST", "/files/upload"),
+                                             ("POST", "/process/session"), ("POST", "/exec")])
+def test_a_timeout_at_any_step_after_the_create_is_retryable_and_names_the_sandbox(fake, method, step):
+    released = fake.stall(method, step)
+    try:
+        with pytest.raises(ProviderError, match="ReadTimeout") as raised:
+            provider(fake, timeout=0.3).start(request())
+    finally:
+        released.set()
+    assert raised.value.cause is ProviderCause.UNREACHABLE and not raised.value.permanent
+    assert raised.value.sandbox.sandbox_id == "dt-1"
