@@ -126,3 +126,15 @@ def test_a_runner_whose_check_is_over_records_nothing_and_is_told_to_stop(client
     unsigned = client.post("/internal/runner/heartbeat", identity, content_type="application/json")
     assert unsigned.status_code == 401  # a check's endpoints take the same runner token as any run's
     assert one("SELECT count(*) FROM control WHERE key LIKE 'provider_check:%%'") == 0
+
+
+def test_without_the_schedulers_database_one_line_and_no_sandbox(contract):
+    """The check keeps what its runner says in the database, so it stops before it creates anything without one."""
+    before = set(contract.fake.sandboxes)
+    env = manage_env("postgres://nobody@127.0.0.1:1/none", SCHEDULER_DAYTONA_API_URL=contract.api_url,
+                     SCHEDULER_DAYTONA_API_KEYS='{"org-contract": "key-contract"}')
+    result = subprocess.run(manage_command("check_provider", "daytona", "--routing-domain", "org-contract"),
+                            cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.strip() == "CommandError: the scheduler's database is not reachable: OperationalError"
+    assert set(contract.fake.sandboxes) == before

@@ -7,6 +7,7 @@ import signal
 import sys
 
 from django.core.management.base import CommandError
+from django.db import DatabaseError
 
 from scheduler.kinds import Provider, values
 from scheduler.management.cli import SchedulerCommand, seconds
@@ -50,6 +51,9 @@ class Command(SchedulerCommand):
         except KeyboardInterrupt:
             self.stderr.write("check_provider: interrupted; what it created was deleted")
             sys.exit(130)
+        except DatabaseError as error:
+            # The check keeps what the runner said in the scheduler's database: without it there is no check.
+            raise CommandError(f"the scheduler's database is not reachable: {type(error).__name__}") from None
         finally:
             signal.signal(signal.SIGTERM, previous)
         output = (result or {}).get("output") or {}
