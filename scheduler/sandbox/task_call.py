@@ -38,19 +38,29 @@ def _call_task(task_path: str, output) -> int:
         return _write(output, _failure(PLAY_START_FAILED, message))
     arguments = json.loads(os.environ.get("SCHEDULER_PLAY_INPUT") or "null") or {}
     args, kwargs = list(arguments.get("args") or []), dict(arguments.get("kwargs") or {})
+    running = _running_result(task, args, kwargs)
+    signals = _Signals(task, running)
     try:
         from django.utils.json import normalize_json
 
+        signals.started()
         if play.get("takesContext"):
-            value = task.call(_context(task, args, kwargs), *args, **kwargs)
+            from django.tasks import TaskContext
+
+            value = task.call(TaskContext(task_result=running), *args, **kwargs)
         else:
             value = task.call(*args, **kwargs)
         value = normalize_json(value)  # what Django's own backends keep of a return value, or its TypeError
     except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt too: the task's outcome, said once
-        return _write(output, task_failure(exc))
+        failure = task_failure(exc)
+        signals.finished(failed=failure["error"])
+        return _write(output, failure)
     found = unstorable(value, "output")
     if found:
-        return _write(output, _failure(UNSTORABLE_OUTPUT, f"the task's {found[0]} {found[1]}"))
+        failure = _failure(UNSTORABLE_OUTPUT, f"the task's {found[0]} {found[1]}")
+        signals.finished(failed=failure["error"])
+        return _write(output, failure)
+    signals.finished(value=value)
     return _write(output, {"ok": True, "output": value})
 
 
@@ -70,15 +80,54 @@ def load_task(task_path: str, settings_module: str | None):
     return task
 
 
-def _context(task, args: list, kwargs: dict):
-    """TaskContext for a takes_context task: its result's attempts are the run's attempt (TSK-4)."""
-    from django.tasks import TaskContext, TaskResult, TaskResultStatus
+def _running_result(task, args: list, kwargs: dict):
+    """The task's result as it stands while this attempt runs: what a takes_context task's context carries and
+    what task_started and task_finished are sent with. Its attempts are the run's (TSK-4)."""
+    from django.tasks import TaskResult, TaskResultStatus
+    from django.utils import timezone
 
     run_id, attempt = os.environ.get("SCHEDULER_RUN_ID", ""), int(os.environ.get("SCHEDULER_ATTEMPT") or 1)
-    result = TaskResult(task=task, id=run_id, status=TaskResultStatus.RUNNING, enqueued_at=None, started_at=None,
-                        finished_at=None, last_attempted_at=None, args=args, kwargs=kwargs, backend=task.backend,
-                        errors=[], worker_ids=[worker_id(run_id, number) for number in range(1, attempt + 1)])
-    return TaskContext(task_result=result)
+    now = timezone.now()
+    return TaskResult(task=task, id=run_id, status=TaskResultStatus.RUNNING, enqueued_at=None, started_at=now,
+                      finished_at=None, last_attempted_at=now, args=args, kwargs=kwargs, backend=task.backend,
+                      errors=[], worker_ids=[worker_id(run_id, number) for number in range(1, attempt + 1)])
+
+
+class _Signals:
+    """Django's task_started and task_finished, sent here around the call as Django's own backends send them, so
+    Django's RUNNING, SUCCESSFUL and FAILED log lines and a project's own receivers run (APP-7). A receiver that
+    raises is logged by the signal's robust send and changes nothing about the task's result."""
+
+    def __init__(self, task, result):
+        self.result = result
+        try:
+            self.sender = type(task.get_backend())
+        except Exception:  # noqa: BLE001 - a backend this sandbox cannot build still runs the task; no signals then
+            self.sender = None
+
+    def started(self) -> None:
+        if self.sender is not None:
+            from django.tasks.signals import task_started
+
+            task_started.send_robust(self.sender, task_result=self.result)
+
+    def finished(self, *, value=None, failed: dict | None = None) -> None:
+        if self.sender is None:
+            return
+        from django.tasks import TaskResultStatus
+        from django.tasks.base import TaskError
+        from django.tasks.signals import task_finished
+        from django.utils import timezone
+
+        object.__setattr__(self.result, "finished_at", timezone.now())
+        if failed is None:
+            object.__setattr__(self.result, "status", TaskResultStatus.SUCCESSFUL)
+            object.__setattr__(self.result, "_return_value", value)
+        else:
+            object.__setattr__(self.result, "status", TaskResultStatus.FAILED)
+            self.result.errors.append(TaskError(exception_class_path=failed.get("exceptionClassPath") or "",
+                                                traceback=failed.get("traceback") or failed.get("message") or ""))
+        task_finished.send_robust(self.sender, task_result=self.result)
 
 
 def _storable_text(text: str) -> str:

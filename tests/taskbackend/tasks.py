@@ -3,11 +3,14 @@
 project's own (retries, priority, files the tests read)."""
 
 import asyncio
+import json
 import os
 import time
 from pathlib import Path
 
+from django.dispatch import receiver
 from django.tasks import TaskContext, task
+from django.tasks.signals import task_finished, task_started
 
 
 @task()
@@ -88,3 +91,25 @@ def record_order(log_file, name):
     with open(log_file, "a") as log:
         log.write(f"{name}\n")
     return name
+
+
+@task()
+def fail_after_signals(signals_file):
+    raise ValueError("failed on purpose")
+
+
+@receiver(task_started)
+def _write_started(sender, task_result, **kwargs):
+    """In the sandbox: what task_started said, to the file the task's kwargs name (APP-7)."""
+    if task_result.kwargs.get("signals_file"):
+        with open(task_result.kwargs["signals_file"], "a") as seen:
+            seen.write(json.dumps(["started", sender.__name__, task_result.id, task_result.status]) + "\n")
+
+
+@receiver(task_finished)
+def _write_finished(sender, task_result, **kwargs):
+    if task_result.kwargs.get("signals_file"):
+        said = task_result.return_value if task_result.status == "SUCCESSFUL" else \
+            [error.exception_class_path for error in task_result.errors]
+        with open(task_result.kwargs["signals_file"], "a") as seen:
+            seen.write(json.dumps(["finished", sender.__name__, task_result.id, task_result.status, said]) + "\n")

@@ -120,6 +120,26 @@ def test_a_task_that_raises_fails_with_its_exception_class_and_traceback(local_s
     assert "tests/taskbackend/tasks.py" in error.traceback
 
 
+def test_task_started_and_task_finished_are_sent_in_the_sandbox_around_the_call(local_sandboxes, tmp_path):
+    """APP-7: Django's signals reach receivers in the sandbox (and so Django's own RUNNING/SUCCESSFUL/FAILED log
+    lines), with the backend as sender and the result as it stands: RUNNING, then SUCCESSFUL or FAILED."""
+    folder = tmp_path / "signals"
+    folder.mkdir()
+    folder.chmod(0o777)  # the sandbox may run as another user
+    ok, failed = folder / "ok", folder / "failed"
+    succeeded = tasks.echo.enqueue(signals_file=str(ok))
+    raised = tasks.fail_after_signals.enqueue(signals_file=str(failed))
+    finish(succeeded, raised)
+    said = [json.loads(line) for line in ok.read_text().splitlines()]
+    assert said == [["started", "SchedulerBackend", succeeded.id, "RUNNING"],
+                    ["finished", "SchedulerBackend", succeeded.id, "SUCCESSFUL",
+                     {"args": [], "kwargs": {"signals_file": str(ok)}}]]
+    said = [json.loads(line) for line in failed.read_text().splitlines()]
+    assert said == [["started", "SchedulerBackend", raised.id, "RUNNING"],
+                    ["finished", "SchedulerBackend", raised.id, "FAILED", ["builtins.ValueError"]]]
+    assert raised.status == TaskResultStatus.FAILED and raised.errors[0].exception_class is ValueError
+
+
 def test_a_task_whose_runner_is_sigkilled_is_retried_and_its_result_read_once(local_sandboxes, tmp_path):
     """TSK-5 (and TSK-4's context): attempt 1's sandbox is killed; the sweep judges it lost; attempt 2 finishes."""
     folder = tmp_path / "hold"

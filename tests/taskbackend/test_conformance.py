@@ -11,8 +11,9 @@ Left out, and why:
 - `test_throws_keyboard_interrupt`: the task runs in its sandbox, not in the enqueuing process; there a
   KeyboardInterrupt is the attempt's failure like any other exception (`test_catches_exception` covers it).
 - `test_enqueue_logs`, `test_failed_logs`, `test_successful_task_no_none_type_in_logs` and the log assertions of
-  `test_catches_exception`: the task_started and task_finished signals belong to the process that runs the task;
-  this backend sends task_enqueued where it enqueues, and the run's story is in the admin and the run ledger.
+  `test_catches_exception`: task_started and task_finished are sent in the sandbox, where the task runs, so their
+  log lines are in the runner's log, not the test process's (test_backend.py shows both signals reaching a
+  receiver there); this backend sends task_enqueued where it enqueues.
 - `test_doesnt_wait_until_transaction_commit_by_default`: this backend is transactional by design (TSK-2);
   test_backend.py shows a rolled-back enqueue never running.
 - `test_using_unknown_backend`, `test_using_missing_backend`, `test_get_backend`, `test_no_backends`,
