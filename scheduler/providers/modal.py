@@ -14,6 +14,7 @@ image with Python 3.12+ and the user's plays runs it.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import Any
 
@@ -88,8 +89,11 @@ class ModalProvider(SandboxProvider):
             return image
         return self.modal.Image.from_registry(self.image) if self.image else self.modal.Image.debian_slim()
 
+    @functools.cached_property
     def runner_image(self):
-        """The user's image with the runner package added by the start itself."""
+        """The user's image with the runner package added, built once per provider rather than once per start (an
+        Image is an immutable, lazy definition; Modal builds and caches it on first use). A definition that fails is
+        not cached: the next start tries it again."""
         return self.base_image().add_local_dir(runner_bundle.unpacked_runner(), RUNNER_ROOT, copy=False)
 
     def _sandbox(self, ref: SandboxRef):
@@ -106,7 +110,7 @@ class ModalProvider(SandboxProvider):
             app = self.modal.App.lookup(APP_NAME, create_if_missing=True, client=client)
             # The name is the tag find_started looks up: set by the create itself, so no window leaves it out.
             sandbox = self.modal.Sandbox.create(
-                *command, app=app, client=client, image=self.runner_image(),
+                *command, app=app, client=client, image=self.runner_image,
                 secrets=[self.modal.Secret.from_dict(request.env)], cpu=request.cpu, memory=request.memory_mb,
                 timeout=self.lifetime(request), name=sandbox_name(request.run_id, request.attempt))
         except self.modal.exception.Error as error:

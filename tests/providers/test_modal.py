@@ -196,3 +196,15 @@ def test_a_broken_image_definition_is_a_permanent_named_error(definition, messag
     with pytest.raises(ProviderError, match=message) as raised:
         start(ModalProvider(TOKENS, modal_module=library(), image_definition=definition))
     assert raised.value.permanent and raised.value.cause is ProviderCause.NOT_CONFIGURED
+
+
+def test_the_runner_image_is_defined_once_per_provider_not_once_per_start(monkeypatch):
+    added = []
+    real_add = modal.Image.add_local_dir
+    monkeypatch.setattr(modal.Image, "add_local_dir",
+                        lambda image, *args, **options: added.append(image) or real_add(image, *args, **options))
+    fake = library()
+    provider = ModalProvider(TOKENS, modal_module=fake, image="python:3.12-slim")
+    start(provider, run_id="run-1")
+    start(provider, run_id="run-2")
+    assert len(added) == 1 and fake.created[0]["image"] is fake.created[1]["image"]

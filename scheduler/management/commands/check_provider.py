@@ -56,8 +56,8 @@ class Command(SchedulerCommand):
             raise CommandError(f"the scheduler's database is not reachable: {type(error).__name__}") from None
         finally:
             signal.signal(signal.SIGTERM, previous)
-        output = (result or {}).get("output") or {}
-        if (result or {}).get("status") != "completed":
+        output = result.get("output") or {}
+        if result.get("status") != "completed":
             self.stderr.write(f"check_provider: FAILED at the probe play: the play failed: {result}")
             sys.exit(1)
         say(f"ok: the runner ran on Python {output.get('python')} ({output.get('executable')}) and reached "
