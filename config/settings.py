@@ -33,6 +33,9 @@ ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[:
 
 # Every SCHEDULER_* setting, parsed and validated with its default in scheduler/conf.py.
 SCHEDULER = SchedulerSettings.environment(os.environ)
+if "SCHEDULER_SANDBOX_DIR" not in os.environ:
+    # This repository keeps its local sandboxes beside its embedded server.
+    SCHEDULER["SCHEDULER_SANDBOX_DIR"] = str(BASE_DIR / ".embedded" / "sandboxes")
 globals().update(SCHEDULER)
 if not (DEBUG or IN_TASK_SANDBOX) and not env.str("SECRET_KEY", default="") and SCHEDULER["SCHEDULER_REQUIRE_SECRET_KEY"]:
     raise ImproperlyConfigured("SECRET_KEY must be set when SCHEDULER_REQUIRE_SECRET_KEY is true")

@@ -1,12 +1,8 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from scheduler.api.views_metrics import metrics
-from scheduler.api.health import healthz
-
+# The scheduler mounts as a user's project mounts it (APP-4).
 urlpatterns = [
-    path("healthz", healthz, name="healthz"),
-    path("metrics", metrics, name="metrics"),
-    path("internal/", include("scheduler.api.urls")),
+    path("", include("scheduler.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -16,10 +16,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Any, Callable, Generic, Mapping, TypeVar, overload
 
 from scheduler.kinds import Provider, values
+from scheduler.setting_text import as_text, parsed_once
 
 T = TypeVar("T")
 
@@ -183,7 +185,23 @@ class Setting(Generic[T]):
             return self
         from django.conf import settings
 
-        return getattr(settings, self.key, self.default)
+        value = getattr(settings, self.key, self.default)
+        if self.parse is None or value is self.default or (type(value) is type(self.default) and type(value) is not str):
+            return value
+        # APP-3: a Django setting may be given as text or as a value; either way it is parsed as the environment's.
+        return parsed_once(self.parse, self.key, value)
+
+    def check(self) -> str | None:
+        """The error a bad value of this Django setting would raise when read, or None (APP-3: `manage.py check`)."""
+        from django.conf import settings
+
+        if self.parse is None or not hasattr(settings, self.key):
+            return None
+        try:
+            self.parse(self.key, as_text(getattr(settings, self.key)))
+        except Exception as error:  # noqa: BLE001 - ImproperlyConfigured, its message names the setting
+            return str(error)
+        return None
 
     def from_environment(self, environ: Mapping[str, str]) -> T:
         raw = environ.get(self.key)
@@ -213,7 +231,8 @@ class SchedulerSettings:
     heartbeat_timeout_ms = Setting(60_000, _integer(1))
     max_request_bytes = Setting(1024 * 1024, _integer(1024))
     default_provider = Setting(Provider.LOCAL.value, _one_of(values(Provider)))
-    sandbox_dir = Setting(str(PROJECT_DIR / ".embedded" / "sandboxes"))
+    # APP-5: outside this repository (which keeps them in .embedded/) local sandboxes live under the temporary directory.
+    sandbox_dir = Setting(str(Path(tempfile.gettempdir()) / f"scheduler-sandboxes-{os.getuid()}"))
     daytona_api_url = Setting("https://app.daytona.io/api")
     daytona_api_keys: Setting[dict[str, str]] = Setting({}, _daytona_keys)
     daytona_snapshot = Setting[str | None](None, _optional_text)

@@ -39,3 +39,30 @@ def test_reads_are_live_and_fall_back_to_the_default(settings):
     assert scheduler_settings.settle_batch_size == 3
     del settings.SCHEDULER_SETTLE_BATCH_SIZE
     assert scheduler_settings.settle_batch_size == 32
+
+
+def test_a_django_setting_given_as_text_or_value_is_parsed_as_its_variable(settings):
+    """APP-3: a user's settings.py may write SCHEDULER_* as values or as text; both read as the environment's."""
+    settings.SCHEDULER_SETTLE_BATCH_SIZE = "7"
+    settings.SCHEDULER_PREPARE_STATEMENTS = "false"
+    settings.SCHEDULER_DAYTONA_API_KEYS = {"org": "key"}
+    assert scheduler_settings.settle_batch_size == 7
+    assert scheduler_settings.prepare_statements is False
+    assert scheduler_settings.daytona_api_keys == {"org": "key"}
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("SCHEDULER_STATEMENT_TIMEOUT_MS", -3, "SCHEDULER_STATEMENT_TIMEOUT_MS must be between"),
+    ("SCHEDULER_PREPARE_STATEMENTS", "maybe", "SCHEDULER_PREPARE_STATEMENTS must be true or false"),
+    ("SCHEDULER_SCHEMA", "Bad-Name", "SCHEDULER_SCHEMA must be a plain lower-case identifier"),
+    ("SCHEDULER_DEFAULT_PROVIDER", "ec2", "SCHEDULER_DEFAULT_PROVIDER must be one of"),
+])
+def test_check_names_a_bad_django_setting(settings, name, value, message):
+    """APP-3: `manage.py check` reports a bad SCHEDULER_* value, naming it (scheduler.E003)."""
+    from scheduler.system_checks import scheduler_settings_values
+
+    assert scheduler_settings_values() == []
+    setattr(settings, name, value)
+    errors = scheduler_settings_values()
+    assert [error.id for error in errors] == ["scheduler.E003"]
+    assert message in errors[0].msg

@@ -6,6 +6,7 @@
 from django.db import migrations, models
 import django.db.models.deletion
 import django.db.models.functions.datetime
+from scheduler.schema.qualified import SchedulerMigration
 
 V63_TABLES = [
     """
@@ -224,7 +225,7 @@ V63_TABLES = [
 ]
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
     initial = True
 
     dependencies = []

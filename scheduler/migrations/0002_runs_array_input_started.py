@@ -3,9 +3,10 @@
 # false and older workers, which never name the column, ignore it.
 
 from django.db import migrations, models
+from scheduler.schema.qualified import SchedulerMigration
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
     dependencies = [("scheduler", "0001_initial")]
 
     operations = [

@@ -5,6 +5,7 @@
 from django.db import migrations
 
 from scheduler.migrations._concurrent_index import concurrent_index
+from scheduler.schema.qualified import SchedulerMigration
 
 INDEXES = [
     # runs_claim_queued (RUN-2): oldest queued runs first.
@@ -55,7 +56,7 @@ INDEXES = [
 ]
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
     atomic = False
 
     dependencies = [("scheduler", "0002_runs_array_input_started")]

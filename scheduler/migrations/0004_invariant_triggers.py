@@ -9,13 +9,14 @@ import pgtrigger.migrations
 from django.db import migrations
 
 from scheduler.conf import scheduler_settings
+from scheduler.schema.qualified import SchedulerMigration
 
 # Qualified with the configured schema so that writers with another
 # search_path (draining old workers) still resolve it.
 IGNORE_FUNC = f'"{scheduler_settings.schema}"._pgtrigger_should_ignore'
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
     dependencies = [("scheduler", "0003_scheduler_indexes")]
 
     operations = [

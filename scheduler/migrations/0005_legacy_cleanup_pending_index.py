@@ -6,11 +6,12 @@
 from django.db import migrations
 
 from scheduler.migrations._concurrent_index import concurrent_index
+from scheduler.schema.qualified import SchedulerMigration
 
 LEGACY_CLEANUP_PENDING_INDEX = "runtime_scheduler_sandbox_cleanup_legacy_pending_idx"
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
     atomic = False
 
     dependencies = [("scheduler", "0004_invariant_triggers")]

@@ -2,9 +2,10 @@
 # one idempotent insert; the marker is never a floor code refuses to run below.
 
 from django.db import migrations
+from scheduler.schema.qualified import SchedulerMigration
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
     dependencies = [("scheduler", "0005_legacy_cleanup_pending_index")]
 
     operations = [

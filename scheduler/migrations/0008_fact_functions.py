@@ -3,6 +3,7 @@
 # calls them.
 
 from django.db import migrations
+from scheduler.schema.qualified import SchedulerMigration
 
 FUNCTIONS = [
     # OBX-1: the created_at of a run's next fact, strictly after every earlier
@@ -39,7 +40,7 @@ FUNCTIONS = [
 ]
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
     dependencies = [("scheduler", "0007_admin_views")]
 
     operations = [

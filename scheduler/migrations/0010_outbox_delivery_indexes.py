@@ -4,6 +4,7 @@
 from django.db import migrations
 
 from scheduler.migrations._concurrent_index import concurrent_index
+from scheduler.schema.qualified import SchedulerMigration
 
 INDEXES = [
     # outbox_claim_choose_run (OBX-3, OBX-4 oldest_ready): undelivered facts by age per lane.
@@ -21,7 +22,7 @@ INDEXES = [
 ]
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
     atomic = False
 
     dependencies = [("scheduler", "0009_run_ledger_receiver")]

@@ -4,12 +4,13 @@
 from django.db import migrations
 
 from scheduler.migrations._concurrent_index import concurrent_index
+from scheduler.schema.qualified import SchedulerMigration
 
 # outbox_list_ready_runs and outbox_lease_prefixes: "is this lane blocked or held?"
 BLOCKER_INDEX = "runtime_scheduler_outbox_blocker_idx"
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
     atomic = False
 
     dependencies = [("scheduler", "0010_outbox_delivery_indexes")]

@@ -6,6 +6,7 @@
 # EXCLUSIVE, which never blocks reads or writes of the outbox.
 
 from django.db import migrations
+from scheduler.schema.qualified import SchedulerMigration
 
 QUEUE_AUTOVACUUM = (
     "autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000, "
@@ -18,7 +19,7 @@ DEFAULTS = (
 )
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
     dependencies = [("scheduler", "0011_outbox_blocker_index")]
 
     operations = [

@@ -11,6 +11,7 @@ import pgtrigger.migrations
 from django.db import migrations
 
 from scheduler.conf import scheduler_settings
+from scheduler.schema.qualified import SchedulerMigration
 
 IGNORE_FUNC = f'"{scheduler_settings.schema}"._pgtrigger_should_ignore'
 
@@ -24,7 +25,7 @@ WAKE_TRIGGER = pgtrigger.compiler.Trigger(
 )
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
     dependencies = [("scheduler", "0012_outbox_autovacuum")]
 
     operations = [

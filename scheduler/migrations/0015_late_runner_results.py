@@ -6,9 +6,10 @@
 import django.db.models.deletion
 import django.db.models.functions.datetime
 from django.db import migrations, models
+from scheduler.schema.qualified import SchedulerMigration
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
 
     dependencies = [
         ('scheduler', '0014_run_queued_wake'),

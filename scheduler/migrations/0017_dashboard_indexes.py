@@ -5,6 +5,7 @@
 from django.db import migrations
 
 from scheduler.migrations._concurrent_index import concurrent_index
+from scheduler.schema.qualified import SchedulerMigration
 
 INDEXES = {
     "runtime_scheduler_runs_open_idx": "ON runs (status) WHERE status IN ('running', 'waiting')",
@@ -14,7 +15,7 @@ INDEXES = {
 }
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
     atomic = False
 
     dependencies = [("scheduler", "0016_operator_actions")]

@@ -1,9 +1,10 @@
 # Permissions of the release-admission and runner-lost repairs: options only, no schema change.
 
 from django.db import migrations
+from scheduler.schema.qualified import SchedulerMigration
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
 
     dependencies = [
         ('scheduler', '0018_runs_created_index'),

@@ -1,9 +1,10 @@
 # The re-drive repair's own permission: options only, no schema change.
 
 from django.db import migrations
+from scheduler.schema.qualified import SchedulerMigration
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
 
     dependencies = [
         ('scheduler', '0019_repair_permissions'),

@@ -8,6 +8,7 @@ import pgtrigger.migrations
 from django.db import migrations
 
 from scheduler.conf import scheduler_settings
+from scheduler.schema.qualified import SchedulerMigration
 
 SCHEMA = f'"{scheduler_settings.schema}"'
 IGNORE_FUNC = f"{SCHEMA}._pgtrigger_should_ignore"
@@ -24,7 +25,7 @@ RELEASE_FUNCTION = f"""
 """
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
     dependencies = [("scheduler", "0020_redrive_permission")]
 
     operations = [

@@ -4,9 +4,10 @@
 # without the column, reads as before (reader-first).
 
 from django.db import migrations, models
+from scheduler.schema.qualified import SchedulerMigration
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
     dependencies = [("scheduler", "0021_receipt_triggers")]
 
     operations = [

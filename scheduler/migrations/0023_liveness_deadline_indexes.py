@@ -5,12 +5,13 @@
 from django.db import migrations
 
 from scheduler.migrations._concurrent_index import concurrent_index
+from scheduler.schema.qualified import SchedulerMigration
 
 DEADLINE_INDEX = "runtime_scheduler_attempts_liveness_deadline_idx"
 RECORDED_INDEX = "runtime_scheduler_attempts_recorded_unsettled_idx"
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
     atomic = False
 
     dependencies = [("scheduler", "0022_attempt_liveness_deadline")]

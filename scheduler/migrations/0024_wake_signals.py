@@ -10,6 +10,7 @@ import pgtrigger.migrations
 from django.db import migrations, models
 
 from scheduler.conf import scheduler_settings
+from scheduler.schema.qualified import SchedulerMigration
 
 SCHEMA = f'"{scheduler_settings.schema}"'
 IGNORE_FUNC = f"{SCHEMA}._pgtrigger_should_ignore"
@@ -36,7 +37,7 @@ QUIET_OLD_TRIGGER = """
     $fn$ LANGUAGE plpgsql
 """
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
 
     dependencies = [
         ('scheduler', '0023_liveness_deadline_indexes'),

@@ -6,6 +6,7 @@
 from django.db import migrations
 
 from scheduler.conf import scheduler_settings
+from scheduler.schema.qualified import SchedulerMigration
 
 SCHEMA = f'"{scheduler_settings.schema}"'
 
@@ -26,7 +27,7 @@ def fact_time(table: str) -> str:
     """
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
 
     dependencies = [
         ('scheduler', '0024_wake_signals'),

@@ -5,6 +5,7 @@
 # no shape check requires it; the reverse rebuilds it concurrently.
 
 from django.db import migrations
+from scheduler.schema.qualified import SchedulerMigration
 
 
 def _like_index(schema_editor) -> str:
@@ -23,7 +24,7 @@ def rebuild(apps, schema_editor):
                        "ON run_ledger_events (event_id text_pattern_ops)")
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
     atomic = False
 
     dependencies = [("scheduler", "0025_qualified_fact_time")]

@@ -8,12 +8,13 @@
 from django.db import migrations
 
 from scheduler.migrations._concurrent_index import concurrent_index
+from scheduler.schema.qualified import SchedulerMigration
 
 OPEN_CANCELS_INDEX = "runtime_scheduler_control_open_cancels_idx"
 UNRECONCILED_INDEX = "runtime_scheduler_control_unreconciled_idx"
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
     atomic = False
 
     dependencies = [("scheduler", "0026_drop_ledger_event_like_index")]

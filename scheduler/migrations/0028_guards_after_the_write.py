@@ -10,11 +10,12 @@ import pgtrigger.migrations
 from django.db import migrations
 
 from scheduler.conf import scheduler_settings
+from scheduler.schema.qualified import SchedulerMigration
 
 IGNORE_FUNC = f'"{scheduler_settings.schema}"._pgtrigger_should_ignore'
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
 
     dependencies = [
         ('scheduler', '0027_control_partial_indexes'),

@@ -4,9 +4,10 @@
 # them, and its launches leave them null, outside the unique index (0030).
 
 from django.db import migrations, models
+from scheduler.schema.qualified import SchedulerMigration
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
 
     dependencies = [("scheduler", "0028_guards_after_the_write")]
 

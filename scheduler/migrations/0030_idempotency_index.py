@@ -5,11 +5,12 @@
 from django.db import migrations
 
 from scheduler.migrations._concurrent_index import concurrent_index
+from scheduler.schema.qualified import SchedulerMigration
 
 IDEMPOTENCY_INDEX = "runtime_scheduler_runs_idempotency_idx"
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
     atomic = False
 
     dependencies = [("scheduler", "0029_idempotent_launches")]

@@ -6,6 +6,7 @@
 
 import django.db.models.functions.datetime
 from django.db import migrations, models
+from scheduler.schema.qualified import SchedulerMigration
 
 PRIORITY_CHECK = models.CheckConstraint(condition=models.Q(("priority__gte", -100), ("priority__lte", 100)),
                                         name="runs_priority_check")
@@ -24,7 +25,7 @@ def _check(name: str, sql: str) -> list:
     ]
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
 
     dependencies = [("scheduler", "0030_idempotency_index")]
 

@@ -6,13 +6,14 @@
 from django.db import migrations
 
 from scheduler.migrations._concurrent_index import concurrent_index
+from scheduler.schema.qualified import SchedulerMigration
 
 ORG_QUEUE_INDEX = "runtime_scheduler_runs_org_queue_idx"
 ORG_ACTIVE_INDEX = "runtime_scheduler_runs_org_active_idx"
 ORG_KEYED_INDEX = "runtime_scheduler_runs_org_keyed_idx"
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
     atomic = False
 
     dependencies = [("scheduler", "0031_fair_share")]

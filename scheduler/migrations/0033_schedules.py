@@ -4,9 +4,10 @@
 
 import django.db.models.functions.datetime
 from django.db import migrations, models
+from scheduler.schema.qualified import SchedulerMigration
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
 
     dependencies = [
         ('scheduler', '0032_fair_share_indexes'),

@@ -6,6 +6,7 @@
 from django.db import migrations
 
 from scheduler.migrations._concurrent_index import concurrent_index
+from scheduler.schema.qualified import SchedulerMigration
 
 INDEXES = {
     "runtime_scheduler_runs_finished_idx":
@@ -18,7 +19,7 @@ INDEXES = {
 }
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
     atomic = False
 
     dependencies = [("scheduler", "0035_prune_deletes_tombstones")]

@@ -6,6 +6,7 @@
 from django.db import migrations
 
 from scheduler.migrations._concurrent_index import concurrent_index
+from scheduler.schema.qualified import SchedulerMigration
 
 INDEXES = {
     "runtime_scheduler_cleanup_v2_open_run_idx": "ON sandbox_cleanup_jobs_v2 (run_id) WHERE status <> 'deleted'",
@@ -13,7 +14,7 @@ INDEXES = {
 }
 
 
-class Migration(migrations.Migration):
+class Migration(SchedulerMigration):
     atomic = False
 
     dependencies = [("scheduler", "0036_retention_indexes")]

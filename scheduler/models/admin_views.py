@@ -6,6 +6,7 @@ synthetic text key. Secrets (lease tokens, log payloads) are not selected.
 """
 
 from django.db import models
+from scheduler.schema.qualified import table
 
 
 class AttemptRow(models.Model):
@@ -23,7 +24,7 @@ class AttemptRow(models.Model):
 
     class Meta:
         managed = False
-        db_table = "attempts_admin"
+        db_table = table("attempts_admin")
         verbose_name = "attempt"
         ordering = ["-created_at"]
 
@@ -42,7 +43,7 @@ class ReceiptRow(models.Model):
 
     class Meta:
         managed = False
-        db_table = "receipts_admin"
+        db_table = table("receipts_admin")
         verbose_name = "receipt"
         ordering = ["-updated_at"]
 
@@ -73,7 +74,7 @@ class CleanupJobRow(models.Model):
         permissions = [("unblock_cleanup", "Can unblock a cleanup job (operator repair)"),
                        ("redrive_cleanup", "Can re-drive a waiting cleanup job now (operator repair)")]
         managed = False
-        db_table = "sandbox_cleanup_jobs_v2_admin"
+        db_table = table("sandbox_cleanup_jobs_v2_admin")
         verbose_name = "cleanup job (v2)"
         ordering = ["-updated_at"]
 
@@ -91,7 +92,7 @@ class ScheduleFireRow(models.Model):
 
     class Meta:
         managed = False
-        db_table = "schedule_fires_admin"
+        db_table = table("schedule_fires_admin")
         verbose_name = "schedule fire"
         ordering = ["-slot_at"]
         permissions = [("repair_schedule_fire", "Can fire a missed, skipped or refused slot again (audited)")]

@@ -2,6 +2,7 @@
 
 from django.db import models
 from django.db.models.functions import Now
+from scheduler.schema.qualified import table
 
 
 class BillingJob(models.Model):
@@ -17,7 +18,7 @@ class BillingJob(models.Model):
     updated_at = models.DateTimeField(db_default=Now())
 
     class Meta:
-        db_table = "compute_billing_jobs_v2"
+        db_table = table("compute_billing_jobs_v2")
         verbose_name = "compute billing job"
         constraints = [
             models.CheckConstraint(
@@ -42,7 +43,7 @@ class BillingItem(models.Model):
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:
-        db_table = "billing_items"
+        db_table = table("billing_items")
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(kind__in=("resource", "late_resource")), name="billing_items_kind_check"

@@ -10,7 +10,8 @@ from django.db import models
 from django.db.models.functions import Now
 
 from scheduler.kinds import CleanupStatus, Provider, values
-from scheduler.models.invariants import PRUNING_MAY_DELETE, refuse
+from scheduler.models.invariants import SchemaTrigger, PRUNING_MAY_DELETE, refuse
+from scheduler.schema.qualified import table
 
 CLEANUP_STATUSES = values(CleanupStatus)
 PROVIDERS = values(Provider)
@@ -18,14 +19,14 @@ PROVIDERS = values(Provider)
 
 def _tombstone_triggers(table: str) -> list:
     return [
-        pgtrigger.Trigger(
+        SchemaTrigger(
             name="tombstone_stays_deleted",
             operation=pgtrigger.Update,
             when=pgtrigger.After,
             condition=pgtrigger.Q(old__status="deleted") & pgtrigger.Q(new__status__df=pgtrigger.F("old__status")),
             func=refuse(f"'{table} row for sandbox % is deleted and cannot return to %', OLD.sandbox_id, NEW.status"),
         ),
-        pgtrigger.Trigger(
+        SchemaTrigger(
             name="tombstone_kept",
             operation=pgtrigger.Delete,
             when=pgtrigger.Before,
@@ -65,7 +66,7 @@ class LegacyCleanupJob(CleanupJobFields):
     sandbox_id = models.TextField(primary_key=True)
 
     class Meta:
-        db_table = "sandbox_cleanup_jobs"
+        db_table = table("sandbox_cleanup_jobs")
         verbose_name = "cleanup job (legacy v12)"
         constraints = [
             models.CheckConstraint(condition=models.Q(status__in=CLEANUP_STATUSES), name="sandbox_cleanup_jobs_status_check"),
@@ -82,7 +83,7 @@ class CleanupJob(CleanupJobFields):
     delete_confirmed_at = models.DateTimeField(null=True)
 
     class Meta:
-        db_table = "sandbox_cleanup_jobs_v2"
+        db_table = table("sandbox_cleanup_jobs_v2")
         verbose_name = "cleanup job"
         constraints = [
             models.CheckConstraint(condition=models.Q(status__in=CLEANUP_STATUSES), name="sandbox_cleanup_jobs_v2_status_check"),
@@ -103,13 +104,13 @@ class CleanupEvent(models.Model):
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:
-        db_table = "sandbox_cleanup_events_v2"
+        db_table = table("sandbox_cleanup_events_v2")
         constraints = [
             models.CheckConstraint(condition=models.Q(provider__in=PROVIDERS), name="sandbox_cleanup_events_v2_provider_check"),
         ]
         triggers = [
             # The event log is evidence for adoption and billing: append-only.
-            pgtrigger.Trigger(
+            SchemaTrigger(
                 name="cleanup_events_append_only",
                 operation=pgtrigger.Update | pgtrigger.Delete,
                 when=pgtrigger.Before,

@@ -2,6 +2,7 @@
 
 from django.db import models
 from django.db.models.functions import Now
+from scheduler.schema.qualified import table
 
 
 class OrgLimit(models.Model):
@@ -16,7 +17,7 @@ class OrgLimit(models.Model):
     updated_by = models.TextField(null=True)
 
     class Meta:
-        db_table = "org_limits"
+        db_table = table("org_limits")
         verbose_name = "org limits"
         verbose_name_plural = "org limits"
         permissions = [("change_org_limits", "Can change an org's limits and pause it (audited)")]
@@ -37,7 +38,7 @@ class OrgClaimTurn(models.Model):
     last_claimed_at = models.DateTimeField()
 
     class Meta:
-        db_table = "org_claim_turns"
+        db_table = table("org_claim_turns")
 
 
 class OrgStart(models.Model):
@@ -50,5 +51,5 @@ class OrgStart(models.Model):
     claimed_at = models.DateTimeField()
 
     class Meta:
-        db_table = "org_starts"
+        db_table = table("org_starts")
         indexes = [models.Index(fields=["org_id", "claimed_at"], name="org_starts_window_idx")]

@@ -1,7 +1,21 @@
 """Trigger bodies shared by the models' triggers (django-pgtrigger): a refusal, or a call of one of the
 scheduler's own database functions (their SQL is defined once, by the migration that creates them)."""
 
+import pgtrigger
+from pgtrigger import compiler
+
 from scheduler.conf import scheduler_settings
+
+
+class SchemaTrigger(pgtrigger.Trigger):
+    """A trigger whose ignore function is the scheduler schema's, whatever the project's PGTRIGGER_SCHEMA (APP-2):
+    the compiled trigger, and so the scheduler's migrations, are the same in every project."""
+
+    def compile(self, model) -> compiler.Trigger:
+        compiled = super().compile(model)
+        arguments = {**compiled.sql.kwargs,
+                     "ignore_func_name": f'"{scheduler_settings.schema}"._pgtrigger_should_ignore'}
+        return compiler.Trigger(name=compiled.name, sql=compiler.UpsertTriggerSql(**arguments))
 
 
 def refuse(message: str) -> str:

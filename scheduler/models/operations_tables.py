@@ -4,7 +4,8 @@ import pgtrigger
 from django.db import models
 from django.db.models.functions import Now
 
-from scheduler.models.invariants import refuse
+from scheduler.models.invariants import SchemaTrigger, refuse
+from scheduler.schema.qualified import table
 
 
 class OperatorAction(models.Model):
@@ -17,11 +18,11 @@ class OperatorAction(models.Model):
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:
-        db_table = "operator_actions"
+        db_table = table("operator_actions")
         verbose_name = "operator action"
         triggers = [
             # The audit trail is append-only: a repair's record is never edited or removed.
-            pgtrigger.Trigger(
+            SchemaTrigger(
                 name="operator_actions_append_only",
                 operation=pgtrigger.Update | pgtrigger.Delete,
                 when=pgtrigger.Before,

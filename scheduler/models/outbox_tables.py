@@ -5,7 +5,8 @@ from django.db import models
 from django.db.models.functions import Now
 
 from scheduler.kinds import Lane, values
-from scheduler.models.invariants import call
+from scheduler.models.invariants import SchemaTrigger, call
+from scheduler.schema.qualified import table
 
 
 class WakeSignal(models.Model):
@@ -21,7 +22,7 @@ class WakeSignal(models.Model):
     armed_at = models.DateTimeField(null=True)
 
     class Meta:
-        db_table = "wake_signals"
+        db_table = table("wake_signals")
 
 
 class OutboxFact(models.Model):
@@ -42,7 +43,7 @@ class OutboxFact(models.Model):
     failed_at = models.DateTimeField(null=True)
 
     class Meta:
-        db_table = "outbox"
+        db_table = table("outbox")
         verbose_name = "outbox fact"
         permissions = [("requeue_outbox_head", "Can requeue a failed outbox head (operator repair)")]
         constraints = [
@@ -51,7 +52,7 @@ class OutboxFact(models.Model):
         triggers = [
             # Wake idle drainers on new facts (LISTEN <schema>_outbox_wake); polling stays the fallback. Only a
             # statement that inserted facts, and only while a drainer armed the signal (see WakeSignal).
-            pgtrigger.Trigger(
+            SchemaTrigger(
                 name="outbox_wake_drainers",
                 level=pgtrigger.Statement,
                 operation=pgtrigger.Insert,
@@ -74,5 +75,5 @@ class RunLedgerEvent(models.Model):
     received_at = models.DateTimeField(db_default=Now())
 
     class Meta:
-        db_table = "run_ledger_events"
+        db_table = table("run_ledger_events")
         verbose_name = "run ledger event (built-in receiver)"

@@ -10,7 +10,8 @@ from django.db import models
 from django.db.models.functions import Now
 
 from scheduler.kinds import TERMINAL_RUN_STATUSES, AttemptStatus, ReceiptStatus, RunStatus, values
-from scheduler.models.invariants import call, refuse
+from scheduler.models.invariants import SchemaTrigger, call, refuse
+from scheduler.schema.qualified import table
 
 RUN_STATUSES = values(RunStatus)
 ATTEMPT_STATUSES = values(AttemptStatus)
@@ -50,7 +51,7 @@ class Run(models.Model):
     finished_at = models.DateTimeField(null=True)
 
     class Meta:
-        db_table = "runs"
+        db_table = table("runs")
         permissions = [("cancel_run", "Can cancel runs (operator repair)"),
                        ("declare_runner_lost", "Can declare a parked run's runner lost (operator repair)")]
         constraints = [
@@ -67,7 +68,7 @@ class Run(models.Model):
         ]
         triggers = [
             # A terminal run never changes status again (requirements §1.1).
-            pgtrigger.Trigger(
+            SchemaTrigger(
                 name="terminal_run_status_frozen",
                 operation=pgtrigger.Update,
                 when=pgtrigger.After,
@@ -77,7 +78,7 @@ class Run(models.Model):
             ),
             # Wake dispatchers when a run is queued (a launch or a retry): LISTEN <schema>_run_queued.
             # Notifications of one transaction fold into one; polling stays the fallback.
-            pgtrigger.Trigger(
+            SchemaTrigger(
                 name="run_queued_wakes_dispatchers",
                 operation=pgtrigger.Insert | pgtrigger.Update,
                 when=pgtrigger.After,
@@ -87,7 +88,7 @@ class Run(models.Model):
             # RCP-1: a settled run leaves no receipt running; held leases go back to queued. A trigger, not a CTE of
             # the settling statements: its UPDATE takes a fresh snapshot after the run's row lock is granted, so it
             # also sees a receipt a concurrent claim (holding the run's share lock) committed meanwhile.
-            pgtrigger.Trigger(
+            SchemaTrigger(
                 name="settled_run_releases_receipts",
                 operation=pgtrigger.Update,
                 when=pgtrigger.After,
@@ -122,14 +123,14 @@ class Attempt(models.Model):
     liveness_deadline = models.DateTimeField(null=True)
 
     class Meta:
-        db_table = "attempts"
+        db_table = table("attempts")
         constraints = [
             models.CheckConstraint(condition=models.Q(attempt__gte=1), name="attempts_attempt_check"),
             models.CheckConstraint(condition=models.Q(status__in=ATTEMPT_STATUSES), name="attempts_status_check"),
         ]
         triggers = [
             # A completed or failed attempt keeps its status and its result (one verdict).
-            pgtrigger.Trigger(
+            SchemaTrigger(
                 name="finished_attempt_frozen",
                 operation=pgtrigger.Update,
                 when=pgtrigger.After,
@@ -157,7 +158,7 @@ class LateRunnerResult(models.Model):
     received_at = models.DateTimeField(db_default=Now())
 
     class Meta:
-        db_table = "late_runner_results"
+        db_table = table("late_runner_results")
         verbose_name = "late runner result"
 
     def __str__(self):
@@ -170,7 +171,7 @@ class ControlKey(models.Model):
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:
-        db_table = "control"
+        db_table = table("control")
 
 
 class ReleaseAdmission(models.Model):
@@ -180,7 +181,7 @@ class ReleaseAdmission(models.Model):
     updated_at = models.DateTimeField(db_default=Now())
 
     class Meta:
-        db_table = "runtime_release_admission"
+        db_table = table("runtime_release_admission")
         permissions = [("set_release_admission", "Can open or close a release's admission (operator repair)")]
         constraints = [
             models.CheckConstraint(
@@ -204,10 +205,10 @@ class Receipt(models.Model):
     updated_at = models.DateTimeField(db_default=Now())
 
     class Meta:
-        db_table = "receipts"
+        db_table = table("receipts")
         triggers = [
             # RCP-1, first write wins: a completed receipt keeps its status and its output.
-            pgtrigger.Trigger(
+            SchemaTrigger(
                 name="completed_receipt_frozen",
                 operation=pgtrigger.Update,
                 when=pgtrigger.After,
@@ -230,4 +231,4 @@ class SchemaVersion(models.Model):
     description = models.TextField(null=True)
 
     class Meta:
-        db_table = "scheduler_schema_migrations"
+        db_table = table("scheduler_schema_migrations")

@@ -4,6 +4,7 @@ from django.db import models
 from django.db.models.functions import Now
 
 from scheduler.kinds import FireOutcome, ScheduleCatchUp, ScheduleOverlap, values
+from scheduler.schema.qualified import table
 
 
 class Schedule(models.Model):
@@ -21,7 +22,7 @@ class Schedule(models.Model):
     updated_at = models.DateTimeField(db_default=Now())
 
     class Meta:
-        db_table = "schedules"
+        db_table = table("schedules")
         constraints = [
             models.UniqueConstraint(fields=["org_id", "name"], name="schedules_org_name_key"),
             models.CheckConstraint(condition=models.Q(overlap__in=values(ScheduleOverlap)),
@@ -46,7 +47,7 @@ class ScheduleFire(models.Model):
     fired_at = models.DateTimeField(db_default=Now())
 
     class Meta:
-        db_table = "schedule_fires"
+        db_table = table("schedule_fires")
         constraints = [models.CheckConstraint(condition=models.Q(outcome__in=values(FireOutcome)),
                                               name="schedule_fires_outcome_check")]
 

@@ -15,6 +15,7 @@ from django.db.models import NOT_PROVIDED
 
 from scheduler import db
 from scheduler.conf import scheduler_settings
+from scheduler.schema.qualified import bare
 
 # The indexes the statements need by name, built by the migrations (0003 onwards, each CONCURRENTLY).
 REQUIRED_INDEXES = (
@@ -120,7 +121,7 @@ def check_schema_shape(without: set[str] = frozenset(), using: str = "default") 
     triggers = {(row["table_name"], row["trigger_name"]) for row in db.fetch_all("schema_shape_triggers", params, using=using)}
 
     for model in scheduler_models():
-        table = model._meta.db_table
+        table = bare(model._meta.db_table)
         if table not in tables:
             report.problems.append(f"missing table {table}")
             continue
