@@ -125,6 +125,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "pgtrigger",
+    # This repository's own project: its development command, scheduler_up (never in the wheel).
+    "config",
 ]
 
 MIDDLEWARE = [

@@ -248,6 +248,8 @@ class SchedulerSettings:
     modal_image_definition = Setting[str | None](None, _optional_callable)
     # PRV-5: the lifetime of a Modal sandbox whose launch names no timeoutSeconds (Modal's maximum is 24 h).
     modal_sandbox_timeout_seconds = Setting(3600, _integer(1, 86_400))
+    # APP-6: what a local sandbox's plays and tasks import from (os.pathsep-separated); unset, the project's BASE_DIR.
+    sandbox_pythonpath = Setting("")
     public_api_url = Setting("http://127.0.0.1:8000")
     application_name = Setting("run-scheduler")
     require_secret_key = Setting(False, _boolean)

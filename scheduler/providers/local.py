@@ -16,7 +16,6 @@ from pathlib import Path
 
 import psutil
 
-from scheduler.conf import PROJECT_DIR
 from scheduler.kinds import Provider
 from scheduler.providers import sandbox_user
 from scheduler.providers.base import DeleteOutcome, Inspection, ProviderError, ReadBack, SandboxProvider, SandboxRef, StartRequest
@@ -80,8 +79,20 @@ def reap_children() -> None:
 
 
 TAG_FILE = "sandbox.json"
-# A local sandbox imports the runner from this scheduler's own install; a remote one is given it by its start.
-LOCAL_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(PROJECT_DIR)}
+SCHEDULER_IMPORT_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+def local_env() -> dict[str, str]:
+    """APP-6: a local sandbox imports the launching project's code (SCHEDULER_SANDBOX_PYTHONPATH, else the project's
+    BASE_DIR, else where its manage.py is), then the runner from this scheduler's install; a remote sandbox is given
+    the runner by its start and the user's code by its image (PRV-3)."""
+    from django.conf import settings
+
+    from scheduler.conf import scheduler_settings
+    from scheduler.stack.supervisor import project_import_root
+
+    project = scheduler_settings.sandbox_pythonpath or str(getattr(settings, "BASE_DIR", "") or project_import_root())
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": os.pathsep.join([project, SCHEDULER_IMPORT_ROOT])}
 
 
 class LocalProvider(SandboxProvider):
@@ -93,6 +104,7 @@ class LocalProvider(SandboxProvider):
         self.run_as = run_as
         self._account: tuple[int, int] | None | bool = False  # looked up (and the user created) at the first start
         self._runner_python: str | None = None
+        self.env = local_env()
 
     @property
     def account(self) -> tuple[int, int] | None:
@@ -127,7 +139,7 @@ class LocalProvider(SandboxProvider):
         log = open(staging / "runner.log", "ab")
         try:
             process = subprocess.Popen(
-                request.command, cwd=staging, env={**LOCAL_ENV, **request.env}, stdin=subprocess.DEVNULL,
+                request.command, cwd=staging, env={**self.env, **request.env}, stdin=subprocess.DEVNULL,
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **identity,
             )
         except OSError as exc:

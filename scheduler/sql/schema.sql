@@ -78,3 +78,9 @@ FROM (VALUES ('search_path', format('%I, public', %(schema)s::text)),
 -- name: schema_session_search_path
 -- The first schema this session resolves unqualified names in (a pooled session gets it from its role).
 SELECT (current_schemas(false))[1] AS first_schema, current_setting('search_path') AS search_path;
+
+-- name: schema_tables
+-- The tables that exist in the scheduler schema (what `flush` empties; APP-2: Django's introspection lists only the tables its search_path shows).
+SELECT relation.relname AS table_name
+FROM pg_catalog.pg_class AS relation
+WHERE relation.relnamespace = to_regnamespace(%(schema)s::text) AND relation.relkind IN ('r', 'p');

@@ -1,9 +1,9 @@
-"""Run the scheduler's processes together: the one-command newcomer set-up.
+"""Run the scheduler's loops together, supervised (APP-5).
 
-`manage.py scheduler_up` migrates, then starts gunicorn and each worker loop
-as child processes that share one DATABASE_URL (the embedded server's when
-DATABASE_URL is unset). SIGTERM or SIGINT stops the children, then the
-process exits so the embedded server is stopped too.
+`manage.py scheduler_workers` starts each worker loop as a child process
+with the launching project's settings; this repository's `scheduler_up`
+adds its web server and embedded database around the same children.
+SIGTERM or SIGINT stops the children, then the supervisor returns.
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-
-from scheduler.conf import PROJECT_DIR
 
 logger = logging.getLogger(__name__)
 
@@ -39,32 +37,6 @@ class Child:
     started_at: float = 0.0
     failures: int = 0
     restart_at: float = 0.0
-
-
-def child_database_url() -> str:
-    from scheduler.conf import scheduler_settings
-
-    if scheduler_settings.embedded_database:
-        from config.embedded_pg import database_url
-
-        return database_url()
-    return os.environ["DATABASE_URL"]
-
-
-def local_internal_token() -> tuple[str, Path]:
-    """A control-API token for a local set-up without SCHEDULER_INTERNAL_TOKEN.
-
-    Kept in a 0600 file beside the embedded server, never printed or logged.
-    """
-    import secrets
-
-    path = PROJECT_DIR / ".embedded" / "internal_token"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists():
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w") as handle:
-            handle.write(secrets.token_urlsafe(32))
-    return path.read_text().strip(), path
 
 
 class AlreadyRunning(Exception):
@@ -97,15 +69,6 @@ def single_instance(directory: Path, name: str = "scheduler_up.lock"):
         handle.close()
 
 
-def fresh_metrics_dir() -> Path:
-    """An empty directory for prometheus-client's multiprocess files (a previous run's would be counted again)."""
-    path = PROJECT_DIR / ".embedded" / "prometheus"
-    path.mkdir(parents=True, exist_ok=True)
-    for stale in path.glob("*.db"):
-        stale.unlink()
-    return path
-
-
 def stop_local_sandboxes(write) -> None:
     """End the runners of local sandboxes still running (their runs are judged runner_lost and retried next time)."""
     from scheduler.conf import scheduler_settings
@@ -118,20 +81,36 @@ def stop_local_sandboxes(write) -> None:
         write(f"stopped {len(running)} local sandbox runner(s): {', '.join(running)}")
 
 
-def manage(*args: str) -> list[str]:
-    return [sys.executable, str(PROJECT_DIR / "manage.py"), *args]
+def project_import_root() -> str:
+    """Where the launching project's modules import from: manage.py's directory, else the working directory."""
+    return os.path.abspath(sys.path[0] or os.getcwd())
 
 
-def default_children(bind: str) -> list[Child]:
+def child_environment(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment every loop is started with: this project's settings, importable from any working directory."""
+    from django.conf import settings
+
+    env = dict(os.environ if base is None else base)
+    env["DJANGO_SETTINGS_MODULE"] = settings.SETTINGS_MODULE
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [project_import_root(), env.get("PYTHONPATH")]))
+    return env
+
+
+def command(*args: str) -> list[str]:
+    """A loop as a child process: `python -m scheduler <command>` (manage.py's one-line errors, no manage.py)."""
+    return [sys.executable, "-m", "scheduler", *args]
+
+
+def worker_children() -> list[Child]:
+    """Every loop of a deployment (APP-5), one child each; the web server is the project's own."""
     return [
-        Child("web", [sys.executable, "-m", "gunicorn", "-c", str(PROJECT_DIR / "config" / "gunicorn.conf.py"), "--bind", bind]),
-        Child("dispatch", manage("dispatch_runs", "--interval", "0.5")),
-        Child("liveness", manage("run_liveness_sweep", "--interval", "2")),
-        Child("drain", manage("drain_outbox", "--workers", "2", "--interval", "1")),
-        Child("cleanup", manage("run_sandbox_cleanup", "--interval", "1")),
-        Child("billing", manage("finalize_billing", "--interval", "2")),
-        Child("schedules", manage("run_schedules")),
-        Child("prune", manage("prune_history")),
+        Child("dispatch", command("dispatch_runs", "--interval", "0.5")),
+        Child("liveness", command("run_liveness_sweep", "--interval", "2")),
+        Child("drain", command("drain_outbox", "--workers", "2", "--interval", "1")),
+        Child("cleanup", command("run_sandbox_cleanup", "--interval", "1")),
+        Child("billing", command("finalize_billing", "--interval", "2")),
+        Child("schedules", command("run_schedules")),
+        Child("prune", command("prune_history")),
     ]
 
 
@@ -176,7 +155,7 @@ class Supervisor:
         return 1 if self.gave_up else 0
 
     def _start(self, child: Child) -> None:
-        child.process = subprocess.Popen(child.argv, env=self.env, cwd=PROJECT_DIR)
+        child.process = subprocess.Popen(child.argv, env=self.env)
         child.started_at = time.monotonic()
         logger.info("started %s (pid %s)", child.name, child.process.pid)
 

@@ -78,7 +78,7 @@ def test_scd7__the_schedules_command__add_then_preview_across_the_spring_change(
 
 
 def test_scd7__scheduler_up_runs_the_schedule_loop():
-    from scheduler.stack.supervisor import default_children
+    from scheduler.stack.supervisor import worker_children
 
-    loops = {child.name: child.argv for child in default_children("127.0.0.1:0")}
+    loops = {child.name: child.argv for child in worker_children()}
     assert "run_schedules" in loops["schedules"]

@@ -84,3 +84,18 @@ def test_check_refuses_a_database_that_is_not_postgresql(tmp_path):
     assert checked.returncode == 1
     assert "scheduler.E002" in checked.stderr and "DATABASES['default'] is sqlite" in checked.stderr
     assert postgresql_databases() == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_flush_empties_the_scheduler_tables_too():
+    """Django lists only the tables its search_path shows; a TransactionTestCase's flush (a user's suite too)
+    must still leave no scheduler row behind."""
+    from django.core.management import call_command
+
+    from scheduler import models
+    from tests.factories import launch
+
+    launch()
+    assert models.Run.objects.count() == 1
+    call_command("flush", interactive=False, verbosity=0)
+    assert models.Run.objects.count() == 0

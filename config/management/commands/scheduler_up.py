@@ -1,9 +1,19 @@
-"""`scheduler_up`: migrate, then run the API and every worker loop until SIGTERM/SIGINT."""
+"""`scheduler_up`: this repository's development stack (`./dev up`).
+
+Migrates, collects the admin's static files, then runs gunicorn beside the
+children of `scheduler_workers` (scheduler/stack/supervisor.py) on one
+database, the embedded server's when DATABASE_URL is unset, and launches the
+demo. Everything here is this repository's: a user's project runs
+`scheduler_workers` and its own web server instead.
+"""
 
 import hashlib
 import os
+import secrets
+import sys
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import OperationalError
@@ -12,16 +22,44 @@ from scheduler.conf import scheduler_settings
 from scheduler.faults import describe
 from scheduler.management.cli import SchedulerCommand
 from scheduler.stack.demo import Demo
-from scheduler.stack.supervisor import (
-    AlreadyRunning,
-    Supervisor,
-    child_database_url,
-    default_children,
-    fresh_metrics_dir,
-    local_internal_token,
-    single_instance,
-    stop_local_sandboxes,
-)
+from scheduler.stack.supervisor import (AlreadyRunning, Child, Supervisor, child_environment, single_instance,
+                                        stop_local_sandboxes, worker_children)
+
+EMBEDDED = Path(settings.BASE_DIR) / ".embedded"
+
+
+def child_database_url() -> str:
+    if scheduler_settings.embedded_database:
+        from config.embedded_pg import database_url
+
+        return database_url()
+    return os.environ["DATABASE_URL"]
+
+
+def local_internal_token() -> tuple[str, Path]:
+    """A control-API token for a local set-up without SCHEDULER_INTERNAL_TOKEN: a 0600 file, never printed."""
+    path = EMBEDDED / "internal_token"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(secrets.token_urlsafe(32))
+    return path.read_text().strip(), path
+
+
+def fresh_metrics_dir() -> Path:
+    """An empty directory for prometheus-client's multiprocess files (a previous run's would be counted again)."""
+    path = EMBEDDED / "prometheus"
+    path.mkdir(parents=True, exist_ok=True)
+    for stale in path.glob("*.db"):
+        stale.unlink()
+    return path
+
+
+def stack_children(bind: str) -> list[Child]:
+    gunicorn = [sys.executable, "-m", "gunicorn", "-c", str(Path(settings.BASE_DIR) / "config" / "gunicorn.conf.py"),
+                "--bind", bind]
+    return [Child("web", gunicorn), *worker_children()]
 
 
 def _instance_lock() -> tuple[Path, str]:
@@ -59,7 +97,7 @@ class Command(SchedulerCommand):
         call_command("check_scheduler_schema")
         # The admin's CSS and scripts, compressed and hashed, for gunicorn to serve through WhiteNoise.
         call_command("collectstatic", interactive=False, verbosity=0)
-        env = dict(os.environ, DATABASE_URL=child_database_url())
+        env = child_environment(dict(os.environ, DATABASE_URL=child_database_url()))
         token_note = ""
         if not scheduler_settings.internal_token:
             env["SCHEDULER_INTERNAL_TOKEN"], path = local_internal_token()
@@ -70,7 +108,7 @@ class Command(SchedulerCommand):
         env["PROMETHEUS_MULTIPROC_DIR"] = str(fresh_metrics_dir())  # /metrics aggregates every child's histograms
         self._say(f"scheduler up: http://{bind}/healthz and http://{bind}/admin/ "
                   f"(create an admin user with ./dev manage createsuperuser){token_note}; Ctrl-C stops it")
-        supervisor = Supervisor(default_children(bind), env)
+        supervisor = Supervisor(stack_children(bind), env)
         try:
             if options["no_demo"]:
                 return supervisor.run()
