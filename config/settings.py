@@ -116,6 +116,9 @@ PGTRIGGER_INSTALL_ON_MIGRATE = False
 PGTRIGGER_MIGRATIONS = True
 
 INSTALLED_APPS = [
+    # This repository's own project, first so its commands (scheduler_up, collectstatic into WhiteNoise's
+    # storage) win over the apps' (never in the wheel).
+    "config",
     # First, so its `migrate` (schema, lock, timeout) wins over Django's.
     "scheduler.apps.SchedulerConfig",
     "django.contrib.admin",
@@ -125,8 +128,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "pgtrigger",
-    # This repository's own project: its development command, scheduler_up (never in the wheel).
-    "config",
 ]
 
 MIDDLEWARE = [

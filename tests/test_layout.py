@@ -66,7 +66,7 @@ def test_requirement_ids_in_the_code_are_defined_in_the_docs():
     defined = set(re.findall(r"\*\*([A-Z]{3}-\d+)\*\*", (PROJECT / "docs" / "requirements.md").read_text()))
     cited = set()
     for path in [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.sql")]:
-        cited |= set(re.findall(r"\b(SCH|ADM|RUN|TRM|SWP|OBX|CLN|BIL|RCP|FSH|SCD|RET|TSK|PRV)-(\d+)\b", path.read_text()))
+        cited |= set(re.findall(r"\b(SCH|ADM|RUN|TRM|SWP|OBX|CLN|BIL|RCP|FSH|SCD|RET|TSK|PRV|APP)-(\d+)\b", path.read_text()))
     missing = sorted(f"{family}-{number}" for family, number in cited if f"{family}-{number}" not in defined)
     assert missing == []
 
@@ -74,7 +74,7 @@ def test_requirement_ids_in_the_code_are_defined_in_the_docs():
 def _cited_requirements(text: str) -> set[str]:
     """The ids a text names, with ranges (`TRM-1..5`) and lists (`SWP-3/5/7`) spelled out."""
     cited = set()
-    for family, first, rest in re.findall(r"\b(SCH|ADM|RUN|TRM|SWP|OBX|CLN|BIL|RCP|FSH|SCD|RET|TSK|PRV)-(\d+)((?:(?:\.\.|/)\d+)*)", text):
+    for family, first, rest in re.findall(r"\b(SCH|ADM|RUN|TRM|SWP|OBX|CLN|BIL|RCP|FSH|SCD|RET|TSK|PRV|APP)-(\d+)((?:(?:\.\.|/)\d+)*)", text):
         numbers = [int(first)]
         for separator, number in re.findall(r"(\.\.|/)(\d+)", rest):
             numbers += range(numbers[-1] + 1, int(number) + 1) if separator == ".." else [int(number)]

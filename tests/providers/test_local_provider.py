@@ -95,3 +95,16 @@ def test_the_providers_are_declared_once__registry_constraints_and_settings_foll
     assert tuple(PROVIDERS) == values(Provider)
     with pytest.raises(Exception, match="must be one of " + ", ".join(values(Provider))):
         SchedulerSettings.environment({"SCHEDULER_DEFAULT_PROVIDER": "kubernetes"})
+
+
+def test_app6__a_local_sandbox_imports_the_projects_code(settings, tmp_path):
+    """APP-6: the project's BASE_DIR first (a user's `shop.tasks` imports), then the scheduler's own install (the
+    runner); SCHEDULER_SANDBOX_PYTHONPATH replaces the first."""
+    import os
+
+    from scheduler.providers.local import SCHEDULER_IMPORT_ROOT, local_env
+
+    settings.BASE_DIR = tmp_path
+    assert local_env()["PYTHONPATH"].split(os.pathsep) == [str(tmp_path), SCHEDULER_IMPORT_ROOT]
+    settings.SCHEDULER_SANDBOX_PYTHONPATH = os.pathsep.join(["/srv/plays", "/srv/lib"])
+    assert local_env()["PYTHONPATH"].split(os.pathsep) == ["/srv/plays", "/srv/lib", SCHEDULER_IMPORT_ROOT]

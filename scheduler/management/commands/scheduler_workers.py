@@ -7,15 +7,10 @@ stops the children, then the runners of local sandboxes still running.
 The web server (the internal API, /healthz, /metrics) is the project's own.
 """
 
-import logging
-
 from django.core.management.base import CommandError
 
 from scheduler.management.cli import SchedulerCommand
 from scheduler.stack.supervisor import Supervisor, child_environment, stop_local_sandboxes, worker_children
-
-logger = logging.getLogger(__name__)
-
 
 class Command(SchedulerCommand):
     help = "Run every scheduler worker loop as a supervised child process until SIGTERM or Ctrl-C."
