@@ -54,6 +54,31 @@ def text(value: Any, name: str, *, optional: bool = False, max_length: int = 512
     return value
 
 
+# SCD-7: the one rule for every id (a run, an org, a schedule, a release), wherever it arrives: a body field, a
+# query parameter or a path. Never trimmed: an id a request names is the id it writes and reads. No `%`: in a path,
+# a percent-escape that is not UTF-8 reaches the view as its own characters (`org%FF`), another id than meant.
+MAX_ID_LENGTH = 256
+
+
+def identifier(value: Any, name: str, *, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string", field=name)
+    if not value:
+        raise InvalidInput(f"{name} must not be empty", field=name)
+    if value != value.strip():
+        raise InvalidInput(f"{name} must not start or end with whitespace", field=name)
+    if len(value) > MAX_ID_LENGTH:
+        raise InvalidInput(f"{name} must be at most {MAX_ID_LENGTH} characters", field=name)
+    if "%" in value:
+        raise InvalidInput(f"{name} must not contain %", field=name)
+    problem = text_problem(value)
+    if problem:
+        raise InvalidInput(f"{name} {problem}", field=name)
+    return value
+
+
 def integer(value: Any, name: str, *, minimum: int = 0, maximum: int = MAX_SAFE_INTEGER) -> int:
     """A JSON integer: booleans, floats (even 1.0) and strings are refused."""
     if isinstance(value, bool) or not isinstance(value, int):

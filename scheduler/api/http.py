@@ -52,10 +52,12 @@ def json_body(request, *, optional: bool = False) -> dict:
         raise InvalidInput("Content-Length must be a number") from None
     if declared > limit:
         raise PayloadTooLarge(f"request body is larger than {limit} bytes")
-    try:
-        raw = request.body
-    except RequestDataTooBig:
-        raise PayloadTooLarge(f"request body is larger than {limit} bytes") from None
+    raw = _chunked_body(request, limit)
+    if raw is None:
+        try:
+            raw = request.body
+        except RequestDataTooBig:
+            raise PayloadTooLarge(f"request body is larger than {limit} bytes") from None
     if len(raw) > limit:
         raise PayloadTooLarge(f"request body is larger than {limit} bytes")
     if optional and not raw.strip():
@@ -72,9 +74,25 @@ def json_body(request, *, optional: bool = False) -> dict:
     return validation.storable(body)
 
 
-def path_id(value: str, name: str) -> str:
-    """An id taken from the URL path, checked like any other text before a statement sees it."""
-    return validation.text(value, name, max_length=256)
+def _chunked_body(request, limit: int) -> bytes | None:
+    """SCD-7: a chunked body (no Content-Length), which Django reads as empty, read from the server's stream when the
+    server has de-chunked it (gunicorn says so with wsgi.input_terminated); refused otherwise. None: not chunked."""
+    if "chunked" not in request.META.get("HTTP_TRANSFER_ENCODING", "").lower() or request.META.get("CONTENT_LENGTH"):
+        return None
+    if not request.META.get("wsgi.input_terminated"):
+        raise InvalidInput("this server cannot read a chunked body; send Content-Length", code="length_required")
+    return request.META["wsgi.input"].read(limit + 1)
+
+
+# SCD-7: each id a URL path names, with the field its errors name; checked by api_view before the view runs.
+PATH_IDS = {"run_id": "runId", "org_id": "orgId", "schedule_id": "scheduleId", "release_id": "releaseId"}
+
+
+def path_ids(kwargs: dict) -> dict:
+    """The path's ids, each under the one id rule (which refuses `%`: Django keeps a percent-escape that is not
+    UTF-8, `org%FF`, as those characters, and the request would name another id than its client meant)."""
+    return {name: validation.identifier(value, PATH_IDS[name]) if name in PATH_IDS else value
+            for name, value in kwargs.items()}
 
 
 def path_attempt(value: str) -> int:
@@ -104,7 +122,7 @@ def api_view(*methods: str):
                 response["Allow"] = ", ".join(methods)
                 return response
             try:
-                return view(request, *args, **kwargs)
+                return view(request, *args, **path_ids(kwargs))
             except SchedulerError as error:
                 return error_response(error)
             except UNAVAILABLE as error:

@@ -84,7 +84,8 @@ def run_list_query(query) -> tuple[RunFilter, str | None, int]:
         raise InvalidInput(f"limit must be an integer between 1 and {MAX_PAGE}", field="limit")
     status = validation.choice(text("status"), "status", values(RunStatus), optional=True)
     because = validation.choice(text("queued_because"), "queued_because", values(QueuedBecause), optional=True)
-    return (RunFilter(status, text("org"), text("release"), text("play"), created_after, because), text("cursor"),
+    org = validation.identifier(query.get("org") or None, "org", optional=True)
+    return (RunFilter(status, org, text("release"), text("play"), created_after, because), text("cursor"),
             int(limit))
 
 

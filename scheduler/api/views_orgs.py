@@ -4,7 +4,7 @@ from django.http import JsonResponse
 
 from scheduler.api import parsing, responses
 from scheduler.api.auth import require_internal_token
-from scheduler.api.http import api_view, json_body, path_id
+from scheduler.api.http import api_view, json_body
 from scheduler.fairshare import limits
 
 API_ACTOR = "api:internal-token"
@@ -13,7 +13,6 @@ API_ACTOR = "api:internal-token"
 @api_view("GET", "PUT")
 def org_limits(request, org_id):
     require_internal_token(request)
-    org_id = path_id(org_id, "orgId")
     if request.method == "PUT":
         limits.change(org_id, parsing.limits_change(json_body(request)), actor=API_ACTOR)
     return JsonResponse(responses.org_limits(limits.read(org_id)))

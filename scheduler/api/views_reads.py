@@ -6,7 +6,7 @@ from django.http import JsonResponse
 from scheduler import validation
 from scheduler.api import responses
 from scheduler.api.auth import require_internal_token
-from scheduler.api.http import api_view, path_attempt, path_id
+from scheduler.api.http import api_view, path_attempt
 from scheduler.errors import InvalidInput, NotFound
 from scheduler.runs import reads
 
@@ -14,7 +14,6 @@ from scheduler.runs import reads
 @api_view("GET")
 def runner_liveness(request, run_id, attempt):
     require_internal_token(request)
-    run_id = path_id(run_id, "runId")
     answer = reads.runner_liveness(run_id, path_attempt(attempt))
     if answer is None:
         raise NotFound(f"attempt {attempt} of run {run_id} not found")
@@ -24,7 +23,6 @@ def runner_liveness(request, run_id, attempt):
 @api_view("GET")
 def terminal_array_input_intent(request, run_id):
     require_internal_token(request)
-    run_id = path_id(run_id, "runId")
     org_id = validation.text(request.GET.get("orgId"), "orgId")
     intent = reads.terminal_array_input_intent(run_id, org_id)
     return JsonResponse({"runId": run_id, "playName": intent.play_name, "started": intent.started})

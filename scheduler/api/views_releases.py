@@ -4,7 +4,7 @@ from django.http import JsonResponse
 
 from scheduler.api import responses
 from scheduler.api.auth import require_internal_token
-from scheduler.api.http import api_view, json_body, path_id
+from scheduler.api.http import api_view, json_body
 from scheduler.errors import InvalidInput, NotFound
 from scheduler.runs import admission
 
@@ -20,7 +20,6 @@ def _environment(value):
 @api_view("GET", "PUT")
 def release_admission(request, release_id):
     require_internal_token(request)
-    release_id = path_id(release_id, "releaseId")
     if request.method == "GET":
         environment = _environment(request.GET.get("environment"))
         state = admission.read_admission(release_id, environment)

@@ -5,7 +5,7 @@ from django.http import JsonResponse
 from scheduler import replica, validation
 from scheduler.api import parsing, responses
 from scheduler.api.auth import require_internal_token
-from scheduler.api.http import api_view, json_body, path_attempt, path_id
+from scheduler.api.http import api_view, json_body, path_attempt
 from scheduler.errors import InvalidInput, NotFound
 from scheduler.operations import run_list
 from scheduler.runs import launch_body, lifecycle
@@ -29,7 +29,6 @@ def runs(request):
 @api_view("GET")
 def run_status(request, run_id):
     require_internal_token(request)
-    run_id = path_id(run_id, "runId")
     include = {part.strip() for part in request.GET.get("include", "").split(",") if part.strip()}
     if include - {"definitionScope"}:
         raise InvalidInput("include accepts only definitionScope", field="include")
@@ -40,7 +39,6 @@ def run_status(request, run_id):
 @api_view("POST")
 def cancel(request, run_id):
     require_internal_token(request)
-    run_id = path_id(run_id, "runId")
     body = json_body(request, optional=True)
     reason = validation.text(body.get("reason", "cancel_requested"), "reason", max_length=200)
     return JsonResponse(responses.cancel(lifecycle.cancel_run(run_id, reason)), status=202)
@@ -49,7 +47,6 @@ def cancel(request, run_id):
 @api_view("POST")
 def array_input_intent(request, run_id):
     require_internal_token(request)
-    run_id = path_id(run_id, "runId")
     body = json_body(request)
     org_id = validation.text(validation.field(body, "orgId"), "orgId")
     attempt = validation.integer(validation.field(body, "attempt"), "attempt", minimum=1, maximum=validation.MAX_INT32)
@@ -59,14 +56,14 @@ def array_input_intent(request, run_id):
 @api_view("GET")
 def attempt_standing(request, run_id, attempt):
     require_internal_token(request)
-    return standing_of(path_id(run_id, "runId"), path_attempt(attempt))
+    return standing_of(run_id, path_attempt(attempt))
 
 
 @api_view("GET")
 def run_standing(request, run_id):
     """The executor attempt standing for a token that names no attempt (the seed's null attempt)."""
     require_internal_token(request)
-    return standing_of(path_id(run_id, "runId"), None)
+    return standing_of(run_id, None)
 
 
 def standing_of(run_id: str, attempt: int | None) -> JsonResponse:

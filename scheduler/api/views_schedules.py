@@ -5,7 +5,8 @@ import datetime as dt
 from django.http import JsonResponse
 
 from scheduler.api.auth import require_internal_token
-from scheduler.api.http import api_view, json_body, path_id
+from scheduler.api.http import api_view, json_body
+from scheduler import validation
 from scheduler.errors import InvalidInput
 from scheduler.periodic import definitions
 
@@ -46,14 +47,27 @@ def schedules(request):
             raise InvalidInput(f"{missing[0]} is required", field=missing[0])
         row = definitions.create(definitions.ScheduleSpec(**_spec_fields(body)))
         return JsonResponse({"scheduleId": row["schedule_id"], "nextFireAt": _iso(row["next_fire_at"])}, status=201)
-    org = request.GET.get("org") or None
-    return JsonResponse({"schedules": [_answer(row) for row in definitions.listed(org)]})
+    org, cursor, limit = _list_query(request.GET)
+    rows, next_cursor = definitions.page(org, cursor, limit)
+    return JsonResponse({"schedules": [_answer(row) for row in rows], "nextCursor": next_cursor})
+
+
+def _list_query(query) -> tuple[str | None, str | None, int]:
+    """GET /internal/schedules?org=&cursor=&limit=: each optional, each checked before anything is read."""
+    unknown = sorted(set(query) - {"org", "cursor", "limit"})
+    if unknown:
+        raise InvalidInput(f"{unknown[0]} is not a parameter of this list (org, cursor, limit)", field=unknown[0])
+    org = validation.identifier(query.get("org"), "org", optional=True)
+    cursor = validation.text(query.get("cursor"), "cursor", optional=True)
+    limit = query.get("limit", "50")
+    if not (limit.isascii() and limit.isdigit()) or not 1 <= int(limit) <= definitions.MAX_PAGE:
+        raise InvalidInput(f"limit must be an integer between 1 and {definitions.MAX_PAGE}", field="limit")
+    return org, cursor, int(limit)
 
 
 @api_view("GET", "PATCH", "DELETE")
 def schedule(request, schedule_id):
     require_internal_token(request)
-    schedule_id = path_id(schedule_id, "scheduleId")
     if request.method == "DELETE":
         definitions.delete(schedule_id)
         return JsonResponse({"scheduleId": schedule_id, "deleted": True})
@@ -65,12 +79,12 @@ def schedule(request, schedule_id):
 @api_view("POST")
 def pause(request, schedule_id):
     require_internal_token(request)
-    definitions.set_paused(path_id(schedule_id, "scheduleId"), True)
+    definitions.set_paused(schedule_id, True)
     return JsonResponse(_answer(definitions.read(schedule_id)))
 
 
 @api_view("POST")
 def resume(request, schedule_id):
     require_internal_token(request)
-    definitions.set_paused(path_id(schedule_id, "scheduleId"), False)
+    definitions.set_paused(schedule_id, False)
     return JsonResponse(_answer(definitions.read(schedule_id)))

@@ -144,7 +144,10 @@ def repair_schedule_fire(schedule_id: str, slot_at, actor: str, reason: str | No
         fired = firing.launch(schedule, slot_at)
         if fired.outcome is not FireOutcome.LAUNCHED:
             return False, f"nothing changed: the launch was {fired.outcome} ({fired.error})"
-        db.fetch_one("schedule_fires_repair", {"schedule_id": schedule_id, "slot_at": slot_at, "run_id": fired.run_id})
+        if db.fetch_one("schedule_fires_repair", {"schedule_id": schedule_id, "slot_at": slot_at,
+                                                  "run_id": fired.run_id}) is None:
+            # The loop reached the slot meanwhile and launched it; the launch above found that run by the slot's key.
+            return False, f"nothing changed: the schedule's loop launched the slot meanwhile (run {fired.run_id})"
         return True, f"launched run {fired.run_id}"
 
     target = f"{schedule_id}@{slot_at.astimezone(dt.UTC).strftime('%Y-%m-%dT%H:%M:%SZ')}"

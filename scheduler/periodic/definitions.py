@@ -6,6 +6,7 @@ template is checked exactly as a launch body, so a schedule that was accepted ca
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import itertools
 import json
@@ -37,7 +38,7 @@ class ScheduleSpec:
 
 def checked(spec: ScheduleSpec) -> ScheduleSpec:
     """The spec with its cron normalized; InvalidInput naming the first bad field."""
-    org_id = validation.text(spec.org_id, "orgId", max_length=200)
+    org_id = validation.identifier(spec.org_id, "orgId")
     name = validation.text(spec.name, "name", max_length=200)
     cron = slots.cron_expression(validation.text(spec.cron, "cron", max_length=200))
     timezone = validation.text(spec.timezone, "timezone", max_length=100)
@@ -110,8 +111,34 @@ def read(schedule_id: str) -> dict:
     return row
 
 
-def listed(org_id: str | None = None, limit: int = 200) -> list[dict]:
-    return db.fetch_all("schedules_list", {"org_id": org_id, "limit": limit})
+MAX_PAGE = 200
+
+
+def listed(org_id: str | None = None, limit: int = MAX_PAGE, after: tuple[str, str] | None = None) -> list[dict]:
+    """Schedules by org then name, from just after `after` (an (org, name) the last page ended on)."""
+    return db.fetch_all("schedules_list", {"org_id": org_id, "limit": limit, "after_org_id": after and after[0],
+                                           "after_name": after and after[1]})
+
+
+def page(org_id: str | None, cursor: str | None, limit: int) -> tuple[list[dict], str | None]:
+    """SCD-7: one page of schedules and the cursor of the next one (None on the last page), as GET /internal/runs."""
+    after = decode_cursor(cursor) if cursor else None
+    rows = listed(org_id, min(limit, MAX_PAGE) + 1, after)
+    more = len(rows) > min(limit, MAX_PAGE)
+    rows = rows[:min(limit, MAX_PAGE)]
+    return rows, encode_cursor(rows[-1]["org_id"], rows[-1]["name"]) if more else None
+
+
+def encode_cursor(org_id: str, name: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps([org_id, name]).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        org_id, name = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode())
+        return validation.identifier(org_id, "cursor"), validation.text(name, "cursor", max_length=200)
+    except (ValueError, TypeError, UnicodeDecodeError, InvalidInput):
+        raise InvalidInput("cursor is not one this API gave out", field="cursor") from None
 
 
 def recent_fires(schedule_id: str, limit: int = 20) -> list[dict]:

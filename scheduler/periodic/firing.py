@@ -42,7 +42,10 @@ class Fired:
 
 
 def idempotency_key(schedule_id: str, slot_at: dt.datetime) -> str:
-    return f"schedule:{schedule_id}:{slot_at.astimezone(dt.UTC).strftime('%Y-%m-%dT%H:%M:%SZ')}"
+    """`schedule:<id>:<slot UTC>`; the slots a daylight-saving gap gathers at one instant differ in microseconds."""
+    moment = slot_at.astimezone(dt.UTC)
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if moment.microsecond else "%Y-%m-%dT%H:%M:%SZ")
+    return f"{launch_body.SCHEDULE_KEY_PREFIX}{schedule_id}:{text}"
 
 
 def _missed(schedule: dict, later_due: int, slot_at: dt.datetime, now: dt.datetime) -> bool:
@@ -69,7 +72,7 @@ def launch(schedule: dict, slot_at: dt.datetime) -> Fired:
     body = {**schedule["launch_template"], "orgId": schedule["org_id"],
             "idempotencyKey": idempotency_key(schedule["schedule_id"], slot_at)}
     try:
-        launched = lifecycle.launch_run(launch_body.launch_request(body))
+        launched = lifecycle.launch_run(launch_body.launch_request(body, scheduled=True))
     except ReleaseClosed as error:
         return Fired(schedule["schedule_id"], slot_at, FireOutcome.SKIPPED_CLOSED_RELEASE, error=error.message)
     except SchedulerError as error:

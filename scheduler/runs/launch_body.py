@@ -79,7 +79,10 @@ def _concurrency(value: Any) -> Concurrency | None:
                                                 minimum=1, maximum=1000))
 
 
-def launch_request(body: Any) -> LaunchRequest:
+SCHEDULE_KEY_PREFIX = "schedule:"
+
+
+def launch_request(body: Any, *, scheduled: bool = False) -> LaunchRequest:
     """RUN-1: the body of POST /internal/runs (and of `launch_run`)."""
     body = validation.storable(validation.json_object(body, "body"))
     launch = launch_json(body.get("launch", {}))
@@ -87,9 +90,14 @@ def launch_request(body: Any) -> LaunchRequest:
     if launch.get("play") is None and not launch_rules.PLAY_CALLABLE.fullmatch(play_name):
         raise InvalidInput('playName must read module:function (or the launch names its play: launch.play)',
                            field="playName")
+    idempotency_key = validation.text(body.get("idempotencyKey"), "idempotencyKey", optional=True, max_length=200)
+    if not scheduled and idempotency_key is not None and idempotency_key.startswith(SCHEDULE_KEY_PREFIX):
+        # SCD-7: a schedule's fire takes `schedule:<id>:<slot>`; a launch that took it first would swallow the fire.
+        raise InvalidInput(f"idempotencyKey may not start with {SCHEDULE_KEY_PREFIX!r}: that namespace is the "
+                           "schedules' own", field="idempotencyKey")
     return LaunchRequest(
         play_name=play_name,
-        org_id=validation.text(body.get("orgId"), "orgId", optional=True),
+        org_id=validation.identifier(body.get("orgId"), "orgId", optional=True),
         input=body.get("input"),
         launch=launch,
         max_attempts=validation.integer(body.get("maxAttempts", 3), "maxAttempts", minimum=1, maximum=100),
@@ -99,7 +107,7 @@ def launch_request(body: Any) -> LaunchRequest:
         definition_scope=validation.choice(body.get("definitionScope"), "definitionScope", ("org", "system"),
                                            optional=True),
         wait_deadline=_instant(body.get("waitDeadline"), "waitDeadline"),
-        idempotency_key=validation.text(body.get("idempotencyKey"), "idempotencyKey", optional=True, max_length=200),
+        idempotency_key=idempotency_key,
         priority=validation.integer(body.get("priority", 0), "priority", minimum=-100, maximum=100),
         concurrency=_concurrency(body.get("concurrency")),
         run_after=_instant(body.get("runAfter"), "runAfter"),

@@ -17,12 +17,13 @@ FROM __schema__.schedules AS schedule
 WHERE schedule.schedule_id = %(schedule_id)s::text;
 
 -- name: schedules_list
--- SCD-7: the schedules of one org (or of every org), by org then name.
+-- SCD-7: a page of the schedules of one org (or of every org), by org then name, after the (org, name) the last page ended on.
 SELECT schedule.schedule_id, schedule.org_id, schedule.name, schedule.cron, schedule.timezone,
        schedule.launch_template, schedule.overlap, schedule.catch_up, schedule.paused, schedule.next_fire_at,
        schedule.created_at, schedule.updated_at
 FROM __schema__.schedules AS schedule
-WHERE %(org_id)s::text IS NULL OR schedule.org_id = %(org_id)s::text
+WHERE (%(org_id)s::text IS NULL OR schedule.org_id = %(org_id)s::text)
+  AND (%(after_org_id)s::text IS NULL OR (schedule.org_id, schedule.name) > (%(after_org_id)s::text, %(after_name)s::text))
 ORDER BY schedule.org_id, schedule.name
 LIMIT %(limit)s::integer;
 

@@ -175,3 +175,50 @@ def test_scd7__a_change_that_unpauses__resumes_from_the_next_slot_after_now_as_r
     assert one("SELECT next_fire_at FROM schedules") == hour(10)
     definitions.update(sid, {"overlap": "skip"}, now=hour(11, 30))  # no cron, zone or pause change: the slot stays
     assert one("SELECT next_fire_at FROM schedules") == hour(10)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_scd6__a_repair_racing_the_loop_says_it_changed_nothing(monkeypatch):
+    """The loop records the slot launched between the repair's lock and its record (no row to lock yet): the repair
+    reports what happened, not "launched"; one run, found by the slot's key."""
+    from tests.support import connect
+    from django.db import connection
+
+    sid = schedule(due=hour(6), catch_up="latest")
+    launch = firing.launch
+
+    def the_loop_fires_first(schedule_row, slot_at):
+        fired = launch(schedule_row, slot_at)
+        with connect(connection.settings_dict["NAME"], autocommit=True) as other:
+            other.execute("INSERT INTO runtime_scheduler.schedule_fires (schedule_id, slot_at, run_id, outcome, fired_at) "
+                          "VALUES (%s, %s, 'run-of-the-loop', 'launched', now())", [sid, slot_at])
+        return fired
+
+    monkeypatch.setattr(firing, "launch", the_loop_fires_first)
+    repaired = repairs.repair_schedule_fire(sid, hour(6), "ops")
+    assert not repaired.changed
+    assert "launched the slot meanwhile" in repaired.outcome
+
+
+@pytest.mark.django_db(transaction=True)
+def test_scd6__the_repair_command_end_to_end():
+    """`manage.py repair_schedule_fire` in its own process: a skipped slot launches once (exit 0), a second repair
+    says the slot launched already (exit 1), a time that is no slot is refused; each audited."""
+    from tests.support import current_database_url, run_manage
+
+    sid = schedule(due=hour(5), catch_up="skip")
+    firing.run_once(now=hour(8, 20))
+    assert dict(fires(sid))["06:00"] == "skipped_catch_up"
+    url = current_database_url()
+    first = run_manage("repair_schedule_fire", sid, "2026-01-01T06:00:00Z", "--reason", "missed report",
+                       database_url_value=url)
+    assert first.returncode == 0, first.stderr
+    assert "launched run" in first.stdout
+    again = run_manage("repair_schedule_fire", sid, "2026-01-01T06:00:00+00:00", database_url_value=url)
+    assert again.returncode == 1 and "already launched" in again.stderr
+    not_a_slot = run_manage("repair_schedule_fire", sid, "2026-01-01T06:30:00Z", database_url_value=url)
+    assert not_a_slot.returncode == 1 and "not a slot" in not_a_slot.stderr
+    naive = run_manage("repair_schedule_fire", sid, "2026-01-01T06:00:00", database_url_value=url)
+    assert naive.returncode != 0 and "time zone" in naive.stderr
+    assert dict(fires(sid))["06:00"] == "launched"
+    assert [row[0] for row in query("SELECT changed FROM operator_actions ORDER BY id")] == [True, False, False]

@@ -82,3 +82,66 @@ def test_scd7__scheduler_up_runs_the_schedule_loop():
 
     loops = {child.name: child.argv for child in worker_children()}
     assert "run_schedules" in loops["schedules"]
+
+
+@pytest.mark.parametrize("cron", ["0 0 */40 * 1#5", "0 0 */31 * 5L"])
+def test_scd7__a_cron_that_never_fires__400_on_create_and_change(client, cron):
+    status, answer = call(client, "post", "/internal/schedules", {**BODY, "cron": cron})
+    assert (status, answer["field"]) == (400, "cron")
+    sid = call(client, "post", "/internal/schedules", BODY)[1]["scheduleId"]
+    status, answer = call(client, "patch", f"/internal/schedules/{sid}", {"cron": cron})
+    assert (status, answer["field"]) == (400, "cron")
+    assert one("SELECT cron FROM schedules WHERE schedule_id = %s", [sid]) == "30 2 * * *"
+
+
+@pytest.mark.parametrize("path,field", [
+    ("/internal/schedules?org=%00", "org"), ("/internal/schedules?org=%20org-s", "org"),
+    ("/internal/schedules?limit=0", "limit"), ("/internal/schedules?limit=%C2%B2", "limit"),
+    ("/internal/schedules?cursor=nonsense", "cursor"), ("/internal/schedules?orgs=org-s", "orgs"),
+    ("/internal/runs?org=%00", "org")])
+def test_scd7__every_query_parameter_is_checked(client, path, field):
+    status, answer = call(client, "get", path)
+    assert (status, answer["field"]) == (400, field), answer
+
+
+@pytest.mark.parametrize("suffix", ["pause", "resume"])
+@pytest.mark.parametrize("spelled", ["%20{sid}", "{sid}%09", "{sid}%FF"])
+def test_scd7__a_path_id_that_is_not_the_id_is_refused_before_anything_is_written(client, suffix, spelled):
+    sid = call(client, "post", "/internal/schedules", BODY)[1]["scheduleId"]
+    before = factories.table_state()
+    status, answer = call(client, "post", f"/internal/schedules/{spelled.format(sid=sid)}/{suffix}")
+    assert status == 400 and answer["field"] == "scheduleId", answer
+    assert factories.table_state() == before
+
+
+def test_scd7__one_rule_for_an_org_id_everywhere(client):
+    """An org id a launch accepts is one its limits and its schedules accept, and the other way round."""
+    longest = "o" * 256
+    assert call(client, "post", "/internal/runs", {"playName": "tests.plays:fail", "orgId": longest})[0] == 201
+    assert call(client, "put", f"/internal/orgs/{longest}/limits", {"maxActive": 3})[0] == 200
+    assert call(client, "post", "/internal/schedules", {**BODY, "orgId": longest})[0] == 201
+    for too_long in ("o" * 257, " org-s"):
+        assert call(client, "post", "/internal/runs", {"playName": "tests.plays:fail", "orgId": too_long})[0] == 400
+        assert call(client, "post", "/internal/schedules", {**BODY, "orgId": too_long})[0] == 400
+    assert call(client, "put", "/internal/orgs/org%FF/limits", {"maxActive": 3})[1]["field"] == "orgId"
+
+
+def test_scd7__the_schedule_key_namespace_is_the_schedules_own(client):
+    status, answer = call(client, "post", "/internal/runs", {"playName": "tests.plays:fail", "orgId": "org-s",
+                                                             "idempotencyKey": "schedule:sch_1:2027-01-01T00:00:00Z"})
+    assert (status, answer["field"]) == (400, "idempotencyKey")
+
+
+def test_scd7__the_list_pages_with_a_cursor(client):
+    made = sorted(call(client, "post", "/internal/schedules", {**BODY, "name": f"s{index:03d}"})[1]["scheduleId"]
+                  for index in range(7))
+    seen, cursor = [], None
+    while True:
+        status, page = call(client, "get", "/internal/schedules?org=org-s&limit=3" + (f"&cursor={cursor}" if cursor
+                                                                                      else ""))
+        assert status == 200 and len(page["schedules"]) <= 3
+        seen += [row["scheduleId"] for row in page["schedules"]]
+        cursor = page["nextCursor"]
+        if cursor is None:
+            break
+    assert sorted(seen) == made and len(seen) == 7

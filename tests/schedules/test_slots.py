@@ -52,3 +52,46 @@ def test_a_bad_timezone__names_the_field(zone):
     with pytest.raises(InvalidInput) as refused:
         slots.zone(zone)
     assert refused.value.field == "timezone"
+
+
+def _micro(cron, timezone, after, count):
+    return [slot.isoformat().replace("+00:00", "Z")
+            for slot in itertools.islice(slots.upcoming(cron, timezone, after), count)]
+
+
+def test_every_slot_of_the_skipped_hour_fires_once_right_after_the_spring_change():
+    """SCD-3 for a cron with several slots in the changed hour: 02:00, 02:20 and 02:40 do not exist on 2027-03-28 in
+    Berlin; each fires once at the change (03:00 CEST), a microsecond apart so each has its own fire record."""
+    assert _micro("*/20 2 * * *", "Europe/Berlin", dt.datetime(2027, 3, 27, 12, tzinfo=UTC), 4) == [
+        "2027-03-28T01:00:00Z", "2027-03-28T01:00:00.000001Z", "2027-03-28T01:00:00.000002Z",
+        "2027-03-29T00:00:00Z"]
+
+
+def test_every_slot_of_the_repeated_hour_fires_once_in_the_autumn():
+    # 02:00-02:59 happens twice on 2027-10-31 (CEST, then CET): each slot fires at its first occurrence only.
+    assert first("*/20 2 * * *", "Europe/Berlin", dt.datetime(2027, 10, 30, 12, tzinfo=UTC), 4) == [
+        "2027-10-31T00:00Z", "2027-10-31T00:20Z", "2027-10-31T00:40Z", "2027-11-01T01:00Z"]
+    assert first("15,45 * * * *", "Europe/Berlin", dt.datetime(2027, 10, 30, 23, 30, tzinfo=UTC), 5) == [
+        "2027-10-30T23:45Z", "2027-10-31T00:15Z", "2027-10-31T00:45Z", "2027-10-31T02:15Z", "2027-10-31T02:45Z"]
+
+
+def test_a_slot_after_a_point_inside_the_repeated_hour_is_not_fired_again():
+    # After 02:30 CET (the second pass, 01:30Z), the slots of the first pass (02:40 CEST = 00:40Z) are in the past.
+    assert first("*/20 2,3 * * *", "Europe/Berlin", dt.datetime(2027, 10, 31, 1, 30, tzinfo=UTC), 2) == [
+        "2027-10-31T02:00Z", "2027-10-31T02:20Z"]
+
+
+@pytest.mark.parametrize("cron", ["0 0 */40 * 1#5", "0 0 */31 * 5L", "0 0 30 2 *"])
+def test_a_cron_that_never_fires__names_the_field(cron):
+    """SCD-7: refused at the edge (cronsim gives up on it), never a StopIteration inside a request."""
+    with pytest.raises(InvalidInput) as refused:
+        slots.cron_expression(cron)
+    assert refused.value.field == "cron"
+
+
+@pytest.mark.parametrize("zone", ["localtime", "posixrules", "Factory", "posix/Europe/Berlin", "right/UTC"])
+def test_only_iana_zones(zone):
+    """SCD-7: files of the zone database that are not IANA zones are refused."""
+    with pytest.raises(InvalidInput) as refused:
+        slots.zone(zone)
+    assert refused.value.field == "timezone"

@@ -15,6 +15,7 @@ from django.core.management.base import CommandError
 from scheduler.errors import SchedulerError
 from scheduler.kinds import ScheduleCatchUp, ScheduleOverlap, values
 from scheduler.management.cli import SchedulerCommand, integer
+from scheduler import validation
 from scheduler.periodic import definitions
 
 
@@ -49,7 +50,12 @@ class Command(SchedulerCommand):
             raise CommandError(f"{error.field}: {error.message}" if error.field else error.message) from None
 
     def _list(self, options):
-        for row in definitions.listed(options["org"]):
+        org = validation.identifier(options["org"], "--org", optional=True)
+        rows, cursor = definitions.page(org, None, definitions.MAX_PAGE)
+        while cursor:  # every schedule, a page at a time
+            more, cursor = definitions.page(org, cursor, definitions.MAX_PAGE)
+            rows += more
+        for row in rows:
             self.stdout.write(f"{row['schedule_id']}  {row['org_id']}/{row['name']}  {row['cron']} "
                               f"{row['timezone']}  {'paused' if row['paused'] else 'next ' + _utc(row['next_fire_at'])}")
 
