@@ -1,9 +1,10 @@
 """The claim (RUN-2, FSH-1..8): queued runs become attempts with fresh leases, in each org's turn and within its
 limits, every rule decided in scheduler/sql/claim.sql.
 
-Orgs nobody counts (no cap, start rate or keyed run: the usual case) are claimed in one statement. When that
-statement chose a counted org and the batch is not full, the counted claim takes the rest: two statements in
-one transaction, the second's snapshot after the first's locks, so no two claimers both take an org's last slot.
+Orgs nobody counts (no cap, start rate or keyed run: the usual case) are claimed in one statement, which chooses
+the orgs in their turn. The counted orgs it chose keep their share of the batch and their place in the turn
+(FSH-4), and the counted claim serves exactly them: two statements in one transaction, the second's snapshot after
+the first's locks, so no two claimers both take an org's last slot.
 """
 
 from __future__ import annotations
@@ -16,11 +17,6 @@ from django.db import transaction
 
 from scheduler import db
 from scheduler.conf import scheduler_settings
-
-# A counted org's claim looks at this many of its next due runs (at least), so runs waiting for a full key do
-# not hide the runs behind them, while a claim never walks a whole backlog.
-CLAIM_WALK = 256
-
 
 @dataclass(frozen=True)
 class Claim:
@@ -45,18 +41,16 @@ def _claims(rows: list[dict]) -> list[Claim]:
                   r["input_json"], r["launch_json"] or {}) for r in rows]
 
 
-def _claim_counted(limit: int, lease_seconds: float, default_cap: int | None) -> tuple[list[Claim], list[dict]]:
-    """The claim of counted orgs: the lock statement, then the claim on a snapshot after its locks."""
+def _claim_counted(orgs: list[str], limit: int, lease_seconds: float, default_cap: int | None,
+                   take_turns: bool) -> list[Claim]:
+    """The claim of the counted orgs the free claim chose: their locks, then the claim on a snapshot after them."""
     with transaction.atomic():
-        orgs = db.fetch_all("runs_claim_lock_orgs", {"limit": limit, "default_max_active": default_cap})
-        if not orgs:
-            return [], []
+        db.fetch_all("runs_claim_lock_orgs", {"orgs": orgs})
         rows = db.fetch_all("runs_claim_queued", {
             "limit": limit, "lease_seconds": lease_seconds, "default_max_active": default_cap,
-            "orgs": [org["org_key"] for org in orgs], "counted": [org["counted"] for org in orgs],
-            "walk": max(limit * 8, CLAIM_WALK), "take_turns": orgs[0]["open_orgs"] > 1,
+            "orgs": orgs, "counted": [True] * len(orgs), "take_turns": take_turns,
         })
-    return _claims(rows), orgs
+    return _claims(rows)
 
 
 def claim_queued_runs(limit: int = 1, lease_seconds: float | None = None) -> Claims:
@@ -68,11 +62,10 @@ def claim_queued_runs(limit: int = 1, lease_seconds: float | None = None) -> Cla
     meta = rows.pop()  # the last row says what the statement chose, not a claim
     claims = Claims(_claims(rows))
     open_orgs, chosen = meta["open_orgs"], meta["chosen_orgs"]
-    if meta["counted_chosen"] and len(claims) < limit:
-        counted, orgs = _claim_counted(limit - len(claims), lease_seconds, default_cap)
-        claims.extend(counted)
-        if orgs:
-            open_orgs, chosen = max(open_orgs, orgs[0]["open_orgs"]), max(chosen, len(orgs))
+    if meta["counted_orgs"] and len(claims) < limit:
+        # FSH-4: the free claim left the counted orgs it chose their share of the batch; they take it here.
+        claims.extend(_claim_counted(meta["counted_orgs"], limit - len(claims), lease_seconds, default_cap,
+                                     open_orgs > 1))
     # Go again at once when the batch was full, when more orgs wait than one claim considers, or when an org
     # gave its whole share of a batch split between orgs (it may hold more).
     share = -(-limit // max(chosen, 1))

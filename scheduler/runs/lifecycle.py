@@ -23,7 +23,7 @@ from scheduler import db, observability
 from scheduler.conf import scheduler_settings
 from scheduler.errors import IdempotencyConflict, InvalidInput, NotFound, ReleaseClosed
 from scheduler.runs import admission
-from scheduler.runs.claiming import CLAIM_WALK, Claim, Claims, claim_queued_runs  # noqa: F401 - the lifecycle's claim
+from scheduler.runs.claiming import Claim, Claims, claim_queued_runs  # noqa: F401 - the lifecycle's claim
 
 
 def _json(value: Any) -> str | None:

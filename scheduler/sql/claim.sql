@@ -1,25 +1,17 @@
 -- name: runs_claim_lock_orgs
--- Choose the orgs the next claim serves and lock, in org order, each one whose claim must be counted exactly (FSH-1, FSH-2, FSH-4, FSH-6, FSH-8); run first in the claim's transaction, so runs_claim_queued's snapshot sees every claim committed before these locks.
--- plan: generic
--- (Planned once: planning it for its values cost more than running it.)
--- Orgs with due queued runs, found by a skip scan of the org queue index (one probe an org, never a walk of a backlog);
--- paused orgs and orgs at their cap or start rate by this statement's count are left out; the org served least
--- recently goes first. An org is counted (locked) when it has a cap, a start rate or a keyed run queued: the
--- others have no limit two claimers could both pass, and are shared through SKIP LOCKED instead.
-WITH RECURSIVE {{claim_open_orgs()}}
-SELECT ordered.org_key, ordered.counted, ordered.open_orgs,
-       CASE WHEN ordered.counted
-            THEN pg_advisory_xact_lock(hashtext('__schema__.org_claim'), hashtext(ordered.org_key))::text
-       END AS locked
-FROM (SELECT chosen.org_key, chosen.counted, chosen.open_orgs FROM chosen ORDER BY chosen.org_key OFFSET 0) AS ordered;
+-- Lock, in org order, the counted orgs (a cap, a start rate or a keyed run queued) that runs_claim_queued_free chose and left to this claim (FSH-1, FSH-2, FSH-4, FSH-6); run first in the claim's transaction, so runs_claim_queued's snapshot sees every claim committed before these locks.
+SELECT given.org_key,
+       pg_advisory_xact_lock(hashtext('__schema__.org_claim'), hashtext(given.org_key))::text AS locked
+FROM (SELECT DISTINCT org.org_key FROM unnest(%(orgs)s::text[]) AS org (org_key) ORDER BY org.org_key OFFSET 0) AS given;
 
 -- name: runs_claim_queued
--- Claim queued runs of the orgs runs_claim_lock_orgs chose, in their turn (SKIP LOCKED): within an org by priority then age, across orgs one rank at a time, never past an org's cap, start rate or a key's limit; each claim is attempt n+1 with a fresh lease token, older attempts retired, run running, run.started written (RUN-2, FSH-1..8).
+-- Claim queued runs of the orgs runs_claim_lock_orgs locked, in their turn (SKIP LOCKED): within an org by priority then age, across orgs one rank at a time, never past an org's cap, start rate or a key's limit; each claim is attempt n+1 with a fresh lease token, older attempts retired, run running, run.started written (RUN-2, FSH-1..8, FSH-12).
 -- plan: generic
 -- An org that was not counted (locked) is walked with SKIP LOCKED, so concurrent claimers of one org take
--- different runs; a counted org is walked over its next %(walk)s due runs (no other claimer counts it now), so a
--- run waiting for its key does not hide the runs behind it. Every lookup after the walks is by key.
-WITH {{claim_chosen()}}
+-- different runs. A counted org (no other claimer counts it now) is read in two parts, so no number of runs of a
+-- full key hides a claimable run behind them (FSH-12): its keyless runs in its order, and its keys one by one (a
+-- skip scan), each giving only what its limit leaves. Every lookup after that is by key.
+WITH RECURSIVE {{claim_chosen()}}
 , allowance AS MATERIALIZED (
     SELECT chosen.org_key, chosen.counted, chosen.place, limits.max_starts_per_minute AS rate,
            CASE
@@ -38,34 +30,78 @@ WITH {{claim_chosen()}}
     FROM chosen
     LEFT JOIN __schema__.org_limits AS limits ON limits.org_id = chosen.org_key
 ), {{claim_free_walk(allowance)}}
-, counted_walk AS MATERIALIZED (
-    SELECT walk.run_id, walk.priority, walk.created_at, walk.concurrency_key, walk.concurrency_limit,
-           allowance.org_key, allowance.place, allowance.rate, allowance.allowed,
-           row_number() OVER (PARTITION BY allowance.org_key, walk.concurrency_key
-                              ORDER BY walk.priority DESC, walk.created_at, walk.run_id) AS key_rank
+, counted_org AS MATERIALIZED (
+    SELECT allowance.org_key, allowance.place, allowance.rate, allowance.allowed
     FROM allowance
+    WHERE allowance.counted AND allowance.allowed > 0
+), queued_key AS (
+    -- The keys of each counted org with queued runs: one probe a key (a skip scan of the org key queue index).
+    SELECT counted_org.org_key,
+           (SELECT run.concurrency_key FROM __schema__.runs AS run
+            WHERE coalesce(run.org_id, '') = counted_org.org_key AND run.status = 'queued'
+              AND run.concurrency_key IS NOT NULL
+            ORDER BY coalesce(run.org_id, ''), run.concurrency_key LIMIT 1) AS concurrency_key
+    FROM counted_org
+    UNION ALL
+    SELECT queued_key.org_key,
+           (SELECT run.concurrency_key FROM __schema__.runs AS run
+            WHERE coalesce(run.org_id, '') = queued_key.org_key AND run.status = 'queued'
+              AND run.concurrency_key > queued_key.concurrency_key
+            ORDER BY coalesce(run.org_id, ''), run.concurrency_key LIMIT 1)
+    FROM queued_key
+    WHERE queued_key.concurrency_key IS NOT NULL
+), key_room AS MATERIALIZED (
+    -- What each key's limit leaves: its first due run's limit less the runs of the org holding the key.
+    SELECT keyed.org_key, keyed.concurrency_key, keyed.held,
+           greatest(least(counted_org.allowed, head.concurrency_limit - keyed.held), 0) AS room
+    FROM (SELECT queued_key.org_key, queued_key.concurrency_key,
+                 {{key_active_runs(queued_key.org_key, queued_key.concurrency_key)}} AS held
+          FROM queued_key WHERE queued_key.concurrency_key IS NOT NULL) AS keyed
+    JOIN counted_org ON counted_org.org_key = keyed.org_key
     CROSS JOIN LATERAL (
-        SELECT run.run_id, run.priority, run.created_at, run.concurrency_key, run.concurrency_limit
+        SELECT run.concurrency_limit FROM __schema__.runs AS run
+        WHERE coalesce(run.org_id, '') = keyed.org_key AND run.concurrency_key = keyed.concurrency_key
+          AND run.status = 'queued' AND (run.run_after IS NULL OR run.run_after <= statement_timestamp())
+        ORDER BY coalesce(run.org_id, ''), run.concurrency_key, run.priority DESC, run.created_at, run.run_id
+        LIMIT 1
+    ) AS head
+), counted_walk AS MATERIALIZED (
+    SELECT walk.run_id, walk.priority, walk.created_at, NULL::text AS concurrency_key,
+           NULL::integer AS concurrency_limit, 0::bigint AS held, counted_org.org_key
+    FROM counted_org
+    CROSS JOIN LATERAL (
+        SELECT run.run_id, run.priority, run.created_at
         FROM __schema__.runs AS run
-        WHERE coalesce(run.org_id, '') = allowance.org_key AND run.status = 'queued'
+        WHERE coalesce(run.org_id, '') = counted_org.org_key AND run.status = 'queued'
+          AND run.concurrency_key IS NULL
           AND (run.run_after IS NULL OR run.run_after <= statement_timestamp())
         ORDER BY coalesce(run.org_id, ''), run.priority DESC, run.created_at, run.run_id
-        LIMIT %(walk)s::integer
+        LIMIT counted_org.allowed
     ) AS walk
-    WHERE allowance.counted AND allowance.allowed > 0
-), key_held AS MATERIALIZED (
-    SELECT keys.org_key, keys.concurrency_key, {{key_active_runs(keys.org_key, keys.concurrency_key)}} AS held
-    FROM (SELECT DISTINCT counted_walk.org_key, counted_walk.concurrency_key
-          FROM counted_walk WHERE counted_walk.concurrency_key IS NOT NULL) AS keys
+    UNION ALL
+    SELECT walk.run_id, walk.priority, walk.created_at, key_room.concurrency_key, walk.concurrency_limit,
+           key_room.held, key_room.org_key
+    FROM key_room
+    CROSS JOIN LATERAL (
+        SELECT run.run_id, run.priority, run.created_at, run.concurrency_limit
+        FROM __schema__.runs AS run
+        WHERE coalesce(run.org_id, '') = key_room.org_key AND run.concurrency_key = key_room.concurrency_key
+          AND run.status = 'queued' AND (run.run_after IS NULL OR run.run_after <= statement_timestamp())
+        ORDER BY coalesce(run.org_id, ''), run.concurrency_key, run.priority DESC, run.created_at, run.run_id
+        LIMIT key_room.room
+    ) AS walk
+    WHERE key_room.room > 0
 ), counted_fit AS (
-    SELECT counted_walk.run_id, counted_walk.org_key, counted_walk.place, counted_walk.rate, counted_walk.allowed,
-           row_number() OVER (PARTITION BY counted_walk.org_key
-                              ORDER BY counted_walk.priority DESC, counted_walk.created_at, counted_walk.run_id) AS rank
-    FROM counted_walk
-    LEFT JOIN key_held ON key_held.org_key = counted_walk.org_key
-                      AND key_held.concurrency_key = counted_walk.concurrency_key
-    WHERE counted_walk.concurrency_key IS NULL
-       OR key_held.held + counted_walk.key_rank <= counted_walk.concurrency_limit
+    SELECT ranked.run_id, ranked.org_key, counted_org.place, counted_org.rate, counted_org.allowed,
+           row_number() OVER (PARTITION BY ranked.org_key
+                              ORDER BY ranked.priority DESC, ranked.created_at, ranked.run_id) AS rank
+    FROM (SELECT counted_walk.*,
+                 row_number() OVER (PARTITION BY counted_walk.org_key, counted_walk.concurrency_key
+                                    ORDER BY counted_walk.priority DESC, counted_walk.created_at,
+                                             counted_walk.run_id) AS key_rank
+          FROM counted_walk) AS ranked
+    JOIN counted_org ON counted_org.org_key = ranked.org_key
+    WHERE ranked.concurrency_key IS NULL OR ranked.held + ranked.key_rank <= ranked.concurrency_limit
 ), picked AS MATERIALIZED (
     SELECT fit.run_id, fit.org_key, fit.rate
     FROM (SELECT free_walk.run_id, free_walk.org_key, free_walk.place, free_walk.rate, free_walk.rank FROM free_walk
@@ -74,7 +110,7 @@ WITH {{claim_chosen()}}
           FROM counted_fit WHERE counted_fit.rank <= counted_fit.allowed) AS fit
     ORDER BY fit.rank, fit.place, fit.run_id
     LIMIT %(limit)s::integer
-), {{claim_picked(%(take_turns)s::boolean)}}, counted_start AS (
+), {{claim_picked(%(take_turns)s::boolean, true)}}, counted_start AS (
     -- FSH-6: a rate-limited org's claims are kept for the minute they count in.
     INSERT INTO __schema__.org_starts (org_id, run_id, attempt, claimed_at)
     SELECT picked.org_key, claimed.run_id, claimed.attempt, statement_timestamp()
@@ -89,9 +125,11 @@ WITH {{claim_chosen()}}
 {{claim_answer()}};
 
 -- name: runs_claim_queued_free
--- The claim's usual form, one statement: choose the orgs in their turn as runs_claim_lock_orgs does and claim from those nobody counts (no cap, start rate or keyed run), SKIP LOCKED, priority then age within an org, one rank at a time across orgs; a last row (run_id null) says whether a counted org was chosen and how many orgs were open (RUN-2, FSH-3, FSH-4, FSH-7, FSH-8).
+-- The claim's usual form, one statement: choose the orgs with due queued runs in their turn and claim from those nobody counts (no cap, start rate or keyed run), SKIP LOCKED, priority then age within an org, one rank at a time across orgs; a last row (run_id null) says whether a counted org was chosen and how many orgs were open (RUN-2, FSH-3, FSH-4, FSH-7, FSH-8).
 -- plan: generic
--- A counted org chosen here takes nothing: its claim needs runs_claim_lock_orgs's lock before its snapshot.
+-- A counted org chosen here takes nothing: its claim needs runs_claim_lock_orgs's lock before its snapshot. So it
+-- keeps its share of the batch (the free orgs take at most the rest, so the counted claim that follows has room)
+-- and its place in the turn (only the orgs this statement could serve go to the back): FSH-4.
 WITH RECURSIVE {{claim_open_orgs()}}
 , allowance AS MATERIALIZED (
     SELECT chosen.org_key, chosen.counted, chosen.place, NULL::integer AS rate,
@@ -102,12 +140,15 @@ WITH RECURSIVE {{claim_open_orgs()}}
     SELECT free_walk.run_id, free_walk.org_key, free_walk.rate
     FROM free_walk
     ORDER BY free_walk.rank, free_walk.place, free_walk.run_id
-    LIMIT %(limit)s::integer
-), {{claim_picked((SELECT coalesce(max(chosen.open_orgs), 0) > 1 FROM chosen))}}
-SELECT answer.*, NULL::boolean AS counted_chosen, NULL::bigint AS open_orgs, NULL::bigint AS chosen_orgs
+    LIMIT greatest(%(limit)s::integer - (SELECT share.per_org * (SELECT count(*) FROM chosen WHERE chosen.counted)
+                                          FROM share), 0)
+), {{claim_picked((SELECT coalesce(max(chosen.open_orgs), 0) > 1 FROM chosen), false)}}
+SELECT answer.*, NULL::boolean AS counted_chosen, NULL::bigint AS open_orgs, NULL::bigint AS chosen_orgs,
+       NULL::text[] AS counted_orgs
 FROM ({{claim_answer()}}) AS answer
 UNION ALL
 SELECT NULL::text, NULL::integer, NULL::text, NULL::timestamptz, NULL::text, NULL::text, NULL::jsonb, NULL::jsonb,
        NULL::integer, NULL::bigint,
        EXISTS (SELECT 1 FROM chosen WHERE chosen.counted), (SELECT coalesce(max(chosen.open_orgs), 0) FROM chosen),
-       (SELECT count(*) FROM chosen);
+       (SELECT count(*) FROM chosen),
+       ARRAY(SELECT chosen.org_key FROM chosen WHERE chosen.counted ORDER BY chosen.place);

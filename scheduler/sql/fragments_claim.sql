@@ -73,8 +73,8 @@ share AS MATERIALIZED (
     WHERE NOT allowance.counted AND allowance.allowed > 0
 )
 
--- fragment: claim_picked(take_turns)
--- RUN-2: claim what `picked` names: lock each run still queued (SKIP LOCKED), attempt n+1 with a fresh lease, older attempts retired, the run running, run.started written; FSH-4: every org considered goes to the back of the turn (an org alone in the queue needs none).
+-- fragment: claim_picked(take_turns, turn_counted)
+-- RUN-2: claim what `picked` names: lock each run still queued (SKIP LOCKED), attempt n+1 with a fresh lease, older attempts retired, the run running, run.started written; FSH-4: every org the statement could serve goes to the back of the turn (an org alone in the queue needs none); a counted org only when `turn_counted` (the statement that counted it).
 candidate AS MATERIALIZED (
     SELECT run.run_id
     FROM __schema__.runs AS run
@@ -110,11 +110,11 @@ candidate AS MATERIALIZED (
     FROM claimed
     ON CONFLICT (event_id) DO NOTHING
 ), turned AS (
-    -- FSH-4: every org this claim considered goes to the back of the turn; an org alone in the queue needs none.
+    -- FSH-4: every org this claim could serve goes to the back of the turn; an org alone in the queue needs none.
     INSERT INTO __schema__.org_claim_turns (org_id, last_claimed_at)
     SELECT chosen.org_key, statement_timestamp()
     FROM chosen
-    WHERE {take_turns}
+    WHERE {take_turns} AND ({turn_counted} OR NOT chosen.counted)
     ORDER BY chosen.org_key
     ON CONFLICT (org_id) DO UPDATE SET last_claimed_at = excluded.last_claimed_at
 )

@@ -180,3 +180,43 @@ def test_fsh1__a_cap_lowered_below_what_the_org_holds__claims_nothing_until_it_d
     assert claimed_ids() == []
     set_limits("org-a", max_active=None)
     assert claimed_ids() == [runs[3]]
+
+
+def _backlog(org: str, count: int, *, key: str | None = None, limit: int | None = None, age: str = "1 hour"):
+    """`count` queued runs of `org` (older than any launch of the test), keyed when `key` is given."""
+    query("""INSERT INTO runs (run_id, org_id, play_name, status, launch_json, max_attempts, created_at,
+                               concurrency_key, concurrency_limit)
+             SELECT %s || '-' || lpad(i::text, 6, '0'), %s, 'play', 'queued', '{}', 1,
+                    now() - %s::interval + i * interval '1 ms', %s, %s
+             FROM generate_series(1, %s) AS i""", [f"{org}-{key or 'none'}", org, age, key, limit, count])
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("batch,others", [(1, 1), (1, 4), (4, 3), (8, 3), (8, 12), (32, 8)])
+def test_fsh4__an_org_with_a_cap_keeps_its_turn_beside_orgs_without(batch, others):
+    """FSH-4: a generous cap must not cost an org its turn: the org with max_active=1000 is served about as often as each
+    org without limits (the free claim once chose it, took nothing, and sent it to the back of the turn)."""
+    set_limits("capped", max_active=1000)
+    rounds = max(6, -(-(others + 1) * 6 // batch))
+    _backlog("capped", rounds * batch)
+    for index in range(others):
+        _backlog(f"free-{index:02d}", rounds * batch)
+    served = [one("SELECT org_id FROM runs WHERE run_id = %s", [run_id])
+              for _ in range(rounds) for run_id in claimed_ids(batch)]
+    due = len(served) / (others + 1)
+    assert served.count("capped") >= 0.6 * due, (served.count("capped"), due, batch, others)
+
+
+@pytest.mark.django_db
+def test_fsh12__runs_behind_any_number_of_runs_of_a_full_key_are_claimed():
+    """FSH-12, no fixed walk window: 300 queued runs of a full key ahead (older, higher in the org's order) do not hide the
+    keyless run and the run of another key behind them; the full key's runs say why they wait."""
+    holder = launch(concurrency=Concurrency("customer-7", 1))
+    assert claimed_ids(1) == [holder]
+    _backlog("org-a", 300, key="customer-7", limit=1)
+    keyless = launch()
+    other_key = launch(concurrency=Concurrency("customer-8", 1))
+    assert sorted(claimed_ids(8)) == sorted([keyless, other_key])
+    assert one("SELECT count(*) FROM runs WHERE status = 'queued' AND concurrency_key = 'customer-7'") == 300
+    waiting = one("SELECT min(run_id) FROM runs WHERE status = 'queued'")
+    assert lifecycle.run_status(waiting).queued_because == "concurrency_key"
