@@ -37,28 +37,31 @@ def resume_orgs(modeladmin, request, queryset):
 class OrgLimitForm(forms.ModelForm):
     class Meta:
         model = models.OrgLimit
-        fields = ("org_id", "max_active", "max_starts_per_minute", "paused", "reason")
+        fields = ("org_id", "max_active", "max_starts_per_minute", "weight", "paused", "reason")
         help_texts = {"max_active": "Most active runs; 0 holds everything; empty: SCHEDULER_ORG_MAX_ACTIVE.",
-                      "max_starts_per_minute": "Most claims in any rolling minute; empty: no start rate."}
+                      "max_starts_per_minute": "Most claims in any rolling minute; empty: no start rate.",
+                      "weight": "Its share of the claims beside other backlogged orgs, relative to theirs (1..1000)."}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for name in ("max_active", "max_starts_per_minute", "reason"):
+        for name in ("max_active", "max_starts_per_minute", "reason", "weight"):
             if name in self.fields:
-                self.fields[name].required = False  # empty: no limit of the org's own
+                self.fields[name].required = False  # empty: no limit of the org's own (weight: 1)
 
     def clean(self):
         cleaned = super().clean()
         for name in ("max_active", "max_starts_per_minute"):
             if cleaned.get(name) is not None and cleaned[name] < 0:
                 self.add_error(name, "must be 0 or more")
+        if cleaned.get("weight") is not None and not limits.MIN_WEIGHT <= cleaned["weight"] <= limits.MAX_WEIGHT:
+            self.add_error("weight", f"must be between {limits.MIN_WEIGHT} and {limits.MAX_WEIGHT}")
         return cleaned
 
 
 @admin.register(models.OrgLimit)
 class OrgLimitAdmin(admin.ModelAdmin):
     form = OrgLimitForm
-    list_display = ("org_id", "paused", "max_active", "max_starts_per_minute", "active", "queued", "reason",
+    list_display = ("org_id", "paused", "max_active", "max_starts_per_minute", "weight", "active", "queued", "reason",
                     "updated_at", "updated_by")
     list_filter = ("paused",)
     search_fields = ("org_id",)
@@ -95,5 +98,5 @@ class OrgLimitAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         """Through the audited statement, never the ORM: the claim reads the row the statement wrote."""
         wanted = limits.LimitsChange(max_active=obj.max_active, max_starts_per_minute=obj.max_starts_per_minute,
-                                     paused=obj.paused, reason=obj.reason)
+                                     paused=obj.paused, reason=obj.reason, weight=obj.weight or 1)
         limits.change(obj.org_id, wanted, actor=_actor(request))

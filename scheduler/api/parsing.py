@@ -141,7 +141,7 @@ def receipt_call(body: dict, operation: str) -> tuple[list[receipts.Item], bool,
 
 
 LIMIT_FIELDS = {"maxActive": "max_active", "maxStartsPerMinute": "max_starts_per_minute", "paused": "paused",
-                "reason": "reason"}
+                "reason": "reason", "weight": "weight"}
 
 
 def limits_change(body: Any) -> LimitsChange:
@@ -159,4 +159,7 @@ def limits_change(body: Any) -> LimitsChange:
         wanted["paused"] = False if body["paused"] is None else validation.boolean(body["paused"], "paused")
     if "reason" in body:
         wanted["reason"] = validation.text(body["reason"], "reason", optional=True, max_length=500)
+    if "weight" in body:  # FSH-11; null: back to 1
+        wanted["weight"] = 1 if body["weight"] is None else validation.integer(body["weight"], "weight", minimum=1,
+                                                                               maximum=1000)
     return LimitsChange(**wanted)

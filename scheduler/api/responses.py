@@ -119,4 +119,5 @@ def recorded_terminal(row: dict) -> dict:
 def org_limits(state) -> dict:
     """FSH-10: an org's limits (null: the default) with its active and queued runs."""
     return {"orgId": state.org_id, "maxActive": state.max_active, "maxStartsPerMinute": state.max_starts_per_minute,
-            "paused": state.paused, "reason": state.reason, "active": state.active, "queued": state.queued}
+            "paused": state.paused, "weight": state.weight, "reason": state.reason, "active": state.active,
+            "queued": state.queued}

@@ -1,4 +1,4 @@
-"""Org limits (FSH-1, FSH-6, FSH-8, FSH-10): read one org's limits with what it holds, change them audited.
+"""Org limits (FSH-1, FSH-6, FSH-8, FSH-10, FSH-11): read one org's limits and weight with what it holds, change them audited.
 
 The API, the `org_limits` command and the admin all change limits through `change`, one statement that writes
 the limits and their `operator_actions` row together; the next claim reads them (never a claim in flight).
@@ -14,6 +14,7 @@ from scheduler.errors import InvalidInput
 from scheduler.validation import MAX_INT32
 
 KEEP = object()  # a field a change leaves as it is
+MIN_WEIGHT, MAX_WEIGHT = 1, 1000  # FSH-11
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,7 @@ class OrgLimits:
     max_active: int | None
     max_starts_per_minute: int | None
     paused: bool
+    weight: int
     reason: str | None
     updated_at: dt.datetime | None
     updated_by: str | None
@@ -37,8 +39,12 @@ class LimitsChange:
     max_starts_per_minute: object = KEEP
     paused: bool | None = None
     reason: object = KEEP
+    weight: int | None = None  # FSH-11: 1..1000; None keeps it
 
     def __post_init__(self):
+        if self.weight is not None and (isinstance(self.weight, bool) or not isinstance(self.weight, int)
+                                        or not MIN_WEIGHT <= self.weight <= MAX_WEIGHT):
+            raise InvalidInput(f"weight must be an integer between {MIN_WEIGHT} and {MAX_WEIGHT}", field="weight")
         for name in ("max_active", "max_starts_per_minute"):
             value = getattr(self, name)
             if value is KEEP or value is None:
@@ -62,6 +68,7 @@ def change(org_id: str, wanted: LimitsChange, *, actor: str, action: str = "org_
         "max_starts_per_minute": value(wanted.max_starts_per_minute),
         "set_max_starts": wanted.max_starts_per_minute is not KEEP,
         "paused": wanted.paused, "reason": value(wanted.reason), "set_reason": wanted.reason is not KEEP,
+        "weight": wanted.weight,
     })
     return read(org_id), bool(changed)
 

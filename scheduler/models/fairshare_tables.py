@@ -12,6 +12,8 @@ class OrgLimit(models.Model):
     max_active = models.IntegerField(null=True)
     max_starts_per_minute = models.IntegerField(null=True)
     paused = models.BooleanField(db_default=False)
+    # FSH-11: the org's share of the claims while it and others are backlogged, relative to theirs (1..1000).
+    weight = models.IntegerField(db_default=1)
     reason = models.TextField(null=True)
     updated_at = models.DateTimeField(db_default=Now())
     updated_by = models.TextField(null=True)
@@ -25,6 +27,7 @@ class OrgLimit(models.Model):
             models.CheckConstraint(condition=models.Q(max_active__gte=0), name="org_limits_max_active_check"),
             models.CheckConstraint(condition=models.Q(max_starts_per_minute__gte=0),
                                    name="org_limits_max_starts_check"),
+            models.CheckConstraint(condition=models.Q(weight__gte=1, weight__lte=1000), name="org_limits_weight_check"),
         ]
 
     def __str__(self):
@@ -32,10 +35,12 @@ class OrgLimit(models.Model):
 
 
 class OrgClaimTurn(models.Model):
-    """FSH-4: when the claim last served (or passed over) an org; the org served least recently goes first."""
+    """FSH-4, FSH-11: an org's place in the turn: its virtual time (`pass`: the claims it had, each 1/weight; the org
+    furthest behind goes first) and when the claim last served (or passed over) it (what older releases order by)."""
 
     org_id = models.TextField(primary_key=True)
     last_claimed_at = models.DateTimeField()
+    virtual_pass = models.FloatField(null=True)
 
     class Meta:
         db_table = table("org_claim_turns")

@@ -42,13 +42,13 @@ def _claims(rows: list[dict]) -> list[Claim]:
 
 
 def _claim_counted(orgs: list[str], limit: int, lease_seconds: float, default_cap: int | None,
-                   take_turns: bool) -> list[Claim]:
+                   take_turns: bool, now_pass: float) -> list[Claim]:
     """The claim of the counted orgs the free claim chose: their locks, then the claim on a snapshot after them."""
     with transaction.atomic():
         db.fetch_all("runs_claim_lock_orgs", {"orgs": orgs})
         rows = db.fetch_all("runs_claim_queued", {
             "limit": limit, "lease_seconds": lease_seconds, "default_max_active": default_cap,
-            "orgs": orgs, "counted": [True] * len(orgs), "take_turns": take_turns,
+            "orgs": orgs, "counted": [True] * len(orgs), "take_turns": take_turns, "now_pass": now_pass,
         })
     return _claims(rows)
 
@@ -65,7 +65,7 @@ def claim_queued_runs(limit: int = 1, lease_seconds: float | None = None) -> Cla
     if meta["counted_orgs"] and len(claims) < limit:
         # FSH-4: the free claim left the counted orgs it chose their share of the batch; they take it here.
         claims.extend(_claim_counted(meta["counted_orgs"], limit - len(claims), lease_seconds, default_cap,
-                                     open_orgs > 1))
+                                     open_orgs > 1, meta["now_pass"]))
     # Go again at once when the batch was full, when more orgs wait than one claim considers, or when an org
     # gave its whole share of a batch split between orgs (it may hold more).
     share = -(-limit // max(chosen, 1))

@@ -13,7 +13,8 @@ FROM (SELECT DISTINCT org.org_key FROM unnest(%(orgs)s::text[]) AS org (org_key)
 -- skip scan), each giving only what its limit leaves. Every lookup after that is by key.
 WITH RECURSIVE {{claim_chosen()}}
 , allowance AS MATERIALIZED (
-    SELECT chosen.org_key, chosen.counted, chosen.place, limits.max_starts_per_minute AS rate,
+    SELECT chosen.org_key, chosen.counted, chosen.place, chosen.weight, chosen.virtual_pass,
+           limits.max_starts_per_minute AS rate,
            CASE
                WHEN coalesce(limits.paused, false) THEN 0
                -- A limit set after the org was chosen unlocked waits for a claim that locks it (FSH-1: never over).
@@ -31,7 +32,8 @@ WITH RECURSIVE {{claim_chosen()}}
     LEFT JOIN __schema__.org_limits AS limits ON limits.org_id = chosen.org_key
 ), {{claim_free_walk(allowance)}}
 , counted_org AS MATERIALIZED (
-    SELECT allowance.org_key, allowance.place, allowance.rate, allowance.allowed
+    SELECT allowance.org_key, allowance.place, allowance.rate, allowance.allowed, allowance.weight,
+           allowance.virtual_pass
     FROM allowance
     WHERE allowance.counted AND allowance.allowed > 0
 ), queued_key AS (
@@ -93,6 +95,7 @@ WITH RECURSIVE {{claim_chosen()}}
     WHERE key_room.room > 0
 ), counted_fit AS (
     SELECT ranked.run_id, ranked.org_key, counted_org.place, counted_org.rate, counted_org.allowed,
+           counted_org.weight, counted_org.virtual_pass,
            row_number() OVER (PARTITION BY ranked.org_key
                               ORDER BY ranked.priority DESC, ranked.created_at, ranked.run_id) AS rank
     FROM (SELECT counted_walk.*,
@@ -103,12 +106,16 @@ WITH RECURSIVE {{claim_chosen()}}
     JOIN counted_org ON counted_org.org_key = ranked.org_key
     WHERE ranked.concurrency_key IS NULL OR ranked.held + ranked.key_rank <= ranked.concurrency_limit
 ), picked AS MATERIALIZED (
+    -- FSH-11: across orgs by each run's virtual finish (its org's virtual time, plus its rank over the org's weight).
     SELECT fit.run_id, fit.org_key, fit.rate
-    FROM (SELECT free_walk.run_id, free_walk.org_key, free_walk.place, free_walk.rate, free_walk.rank FROM free_walk
+    FROM (SELECT free_walk.run_id, free_walk.org_key, free_walk.place, free_walk.rate, free_walk.rank,
+                 free_walk.weight, free_walk.virtual_pass
+          FROM free_walk
           UNION ALL
-          SELECT counted_fit.run_id, counted_fit.org_key, counted_fit.place, counted_fit.rate, counted_fit.rank
+          SELECT counted_fit.run_id, counted_fit.org_key, counted_fit.place, counted_fit.rate, counted_fit.rank,
+                 counted_fit.weight, counted_fit.virtual_pass
           FROM counted_fit WHERE counted_fit.rank <= counted_fit.allowed) AS fit
-    ORDER BY fit.rank, fit.place, fit.run_id
+    ORDER BY fit.virtual_pass + fit.rank::double precision / fit.weight, fit.place, fit.run_id
     LIMIT %(limit)s::integer
 ), {{claim_picked(%(take_turns)s::boolean, true)}}, counted_start AS (
     -- FSH-6: a rate-limited org's claims are kept for the minute they count in.
@@ -132,23 +139,25 @@ WITH RECURSIVE {{claim_chosen()}}
 -- and its place in the turn (only the orgs this statement could serve go to the back): FSH-4.
 WITH RECURSIVE {{claim_open_orgs()}}
 , allowance AS MATERIALIZED (
-    SELECT chosen.org_key, chosen.counted, chosen.place, NULL::integer AS rate,
+    SELECT chosen.org_key, chosen.counted, chosen.place, chosen.weight, chosen.virtual_pass, NULL::integer AS rate,
            CASE WHEN chosen.counted THEN 0 ELSE %(limit)s::integer END AS allowed
     FROM chosen
 ), {{claim_free_walk(allowance)}}
 , picked AS MATERIALIZED (
     SELECT free_walk.run_id, free_walk.org_key, free_walk.rate
     FROM free_walk
-    ORDER BY free_walk.rank, free_walk.place, free_walk.run_id
-    LIMIT greatest(%(limit)s::integer - (SELECT share.per_org * (SELECT count(*) FROM chosen WHERE chosen.counted)
-                                          FROM share), 0)
+    ORDER BY free_walk.virtual_pass + free_walk.rank::double precision / free_walk.weight, free_walk.place,
+             free_walk.run_id
+    LIMIT greatest(%(limit)s::integer - (SELECT coalesce(sum(share.per_org), 0) FROM share
+                                         JOIN chosen ON chosen.org_key = share.org_key WHERE chosen.counted), 0)
 ), {{claim_picked((SELECT coalesce(max(chosen.open_orgs), 0) > 1 FROM chosen), false)}}
 SELECT answer.*, NULL::boolean AS counted_chosen, NULL::bigint AS open_orgs, NULL::bigint AS chosen_orgs,
-       NULL::text[] AS counted_orgs
+       NULL::text[] AS counted_orgs, NULL::double precision AS now_pass
 FROM ({{claim_answer()}}) AS answer
 UNION ALL
 SELECT NULL::text, NULL::integer, NULL::text, NULL::timestamptz, NULL::text, NULL::text, NULL::jsonb, NULL::jsonb,
        NULL::integer, NULL::bigint,
        EXISTS (SELECT 1 FROM chosen WHERE chosen.counted), (SELECT coalesce(max(chosen.open_orgs), 0) FROM chosen),
        (SELECT count(*) FROM chosen),
-       ARRAY(SELECT chosen.org_key FROM chosen WHERE chosen.counted ORDER BY chosen.place);
+       ARRAY(SELECT chosen.org_key FROM chosen WHERE chosen.counted ORDER BY chosen.place),
+       (SELECT clock.now_pass FROM clock);

@@ -1,7 +1,7 @@
 -- Fragments of the claim (RUN-2, FSH-1..8): what its two forms share word for word.
 
 -- fragment: claim_open_orgs()
--- FSH-1, FSH-4, FSH-7, FSH-8: the orgs with due queued runs (a skip scan of the org queue index: one probe an org, which passes over the org's runs not yet due), less paused orgs and orgs at their cap or start rate by this statement's count, least recently served first, at most one an org per run the claim may take; whether each must be counted (a cap, a start rate or a keyed run queued) and how many were open. Starts a WITH RECURSIVE.
+-- FSH-1, FSH-4, FSH-7, FSH-8, FSH-11: the orgs with due queued runs (a skip scan of the org queue index: one probe an org, which passes over the org's runs not yet due), less paused orgs and orgs at their cap or start rate by this statement's count, furthest behind in the weighted turn first, at most one an org per run the claim may take; whether each must be counted (a cap, a start rate or a keyed run queued) and how many were open. Starts a WITH RECURSIVE.
 queued_org AS (
     (SELECT coalesce(run.org_id, '') AS org_key
      FROM __schema__.runs AS run
@@ -18,7 +18,7 @@ queued_org AS (
     FROM queued_org
     WHERE queued_org.org_key IS NOT NULL
 ), org AS MATERIALIZED (
-    SELECT queued_org.org_key, turn.last_claimed_at,
+    SELECT queued_org.org_key, turn.last_claimed_at, turn.virtual_pass, coalesce(limits.weight, 1) AS weight,
            coalesce(limits.max_active, %(default_max_active)s::integer) AS cap,
            limits.max_starts_per_minute AS rate
     FROM queued_org
@@ -26,7 +26,7 @@ queued_org AS (
     LEFT JOIN __schema__.org_claim_turns AS turn ON turn.org_id = queued_org.org_key
     WHERE queued_org.org_key IS NOT NULL AND NOT coalesce(limits.paused, false)
 ), open_org AS (
-    SELECT org.org_key, org.last_claimed_at,
+    SELECT org.org_key, org.last_claimed_at, org.virtual_pass, org.weight,
            org.cap IS NOT NULL OR org.rate IS NOT NULL
            OR EXISTS (SELECT 1 FROM __schema__.runs AS keyed
                       WHERE coalesce(keyed.org_id, '') = org.org_key AND keyed.status = 'queued'
@@ -35,31 +35,48 @@ queued_org AS (
     -- CASE, not OR: only an org with a cap (a rate) has its active runs (its starts) counted.
     WHERE CASE WHEN org.cap IS NULL THEN true ELSE org.cap > {{org_active_runs(org.org_key)}} END
       AND CASE WHEN org.rate IS NULL THEN true ELSE org.rate > {{org_recent_starts(org.org_key)}} END
-), chosen AS MATERIALIZED (
-    SELECT open_org.org_key, open_org.counted, count(*) OVER () AS open_orgs,
-           row_number() OVER (ORDER BY open_org.last_claimed_at NULLS FIRST, open_org.org_key) AS place
+), clock AS MATERIALIZED (
+    -- FSH-11: the turn's virtual time: the furthest-behind org served in the last minute (else the furthest ahead).
+    -- An org new to the turn, or back after an idle spell, starts there: first in line, never with a burst owed.
+    SELECT coalesce(min(open_org.virtual_pass) FILTER (
+                        WHERE open_org.last_claimed_at > statement_timestamp() - interval '60 seconds'),
+                    max(open_org.virtual_pass), 0) AS now_pass
     FROM open_org
-    ORDER BY open_org.last_claimed_at NULLS FIRST, open_org.org_key
+), chosen AS MATERIALIZED (
+    SELECT open_org.org_key, open_org.counted, open_org.weight, count(*) OVER () AS open_orgs,
+           greatest(coalesce(open_org.virtual_pass, clock.now_pass), clock.now_pass) AS virtual_pass,
+           row_number() OVER (ORDER BY greatest(coalesce(open_org.virtual_pass, clock.now_pass), clock.now_pass),
+                                       open_org.last_claimed_at NULLS FIRST, open_org.org_key) AS place
+    FROM open_org
+    CROSS JOIN clock
+    ORDER BY place
     LIMIT %(limit)s::integer
 )
 
 -- fragment: claim_chosen()
--- RUN-2: the orgs runs_claim_lock_orgs chose, in their turn order, and whether each was counted (locked).
+-- RUN-2, FSH-11: the orgs the free claim left to this one, in their turn order, whether each was counted (locked), its weight and its virtual time (the free claim's clock, `now_pass`, for an org new to the turn).
 chosen AS MATERIALIZED (
-    SELECT chosen.org_key, chosen.counted, chosen.place
+    SELECT chosen.org_key, chosen.counted, chosen.place, coalesce(limits.weight, 1) AS weight,
+           greatest(coalesce(turn.virtual_pass, %(now_pass)s::double precision), %(now_pass)s::double precision)
+               AS virtual_pass
     FROM unnest(%(orgs)s::text[], %(counted)s::boolean[]) WITH ORDINALITY AS chosen (org_key, counted, place)
+    LEFT JOIN __schema__.org_limits AS limits ON limits.org_id = chosen.org_key
+    LEFT JOIN __schema__.org_claim_turns AS turn ON turn.org_id = chosen.org_key
 )
 
 -- fragment: claim_free_walk(allowance)
--- FSH-4: the walk of each org no claimer counts: its due keyless runs, priority then age, its share of the batch at most, SKIP LOCKED so concurrent claimers of one org take different runs; ranked within the org.
+-- FSH-4, FSH-11: the walk of each org no claimer counts: its due keyless runs, priority then age, its weighted share of the batch at most, SKIP LOCKED so concurrent claimers of one org take different runs; ranked within the org.
 share AS MATERIALIZED (
-    SELECT ceil(%(limit)s::numeric / greatest(count(*), 1))::integer AS per_org FROM chosen
+    -- FSH-11: each chosen org's share of the batch, by its weight among the chosen orgs' weights.
+    SELECT chosen.org_key,
+           ceil(%(limit)s::numeric * chosen.weight / greatest(sum(chosen.weight) OVER (), 1))::integer AS per_org
+    FROM chosen
 ), free_walk AS (
-    SELECT walk.run_id, allowance.org_key, allowance.place, allowance.rate,
+    SELECT walk.run_id, allowance.org_key, allowance.place, allowance.rate, allowance.weight, allowance.virtual_pass,
            row_number() OVER (PARTITION BY allowance.org_key
                               ORDER BY walk.priority DESC, walk.created_at, walk.run_id) AS rank
     FROM {allowance} AS allowance
-    CROSS JOIN share
+    JOIN share ON share.org_key = allowance.org_key
     CROSS JOIN LATERAL (
         SELECT run.run_id, run.priority, run.created_at
         FROM __schema__.runs AS run
@@ -110,13 +127,18 @@ candidate AS MATERIALIZED (
     FROM claimed
     ON CONFLICT (event_id) DO NOTHING
 ), turned AS (
-    -- FSH-4: every org this claim could serve goes to the back of the turn; an org alone in the queue needs none.
-    INSERT INTO __schema__.org_claim_turns (org_id, last_claimed_at)
-    SELECT chosen.org_key, statement_timestamp()
+    -- FSH-4, FSH-11: every org this claim could serve moves on in the turn by what it took over its weight (one
+    -- claim's worth when it took nothing, as going to the back); an org alone in the queue needs no turn.
+    INSERT INTO __schema__.org_claim_turns (org_id, last_claimed_at, virtual_pass)
+    SELECT chosen.org_key, statement_timestamp(),
+           chosen.virtual_pass + greatest((SELECT count(*) FROM started
+                                           WHERE coalesce(started.org_id, '') = chosen.org_key), 1)::double precision
+                                 / chosen.weight
     FROM chosen
     WHERE {take_turns} AND ({turn_counted} OR NOT chosen.counted)
     ORDER BY chosen.org_key
-    ON CONFLICT (org_id) DO UPDATE SET last_claimed_at = excluded.last_claimed_at
+    ON CONFLICT (org_id) DO UPDATE SET last_claimed_at = excluded.last_claimed_at,
+                                       virtual_pass = excluded.virtual_pass
 )
 
 -- fragment: claim_answer()

@@ -220,3 +220,31 @@ def test_fsh12__runs_behind_any_number_of_runs_of_a_full_key_are_claimed():
     assert one("SELECT count(*) FROM runs WHERE status = 'queued' AND concurrency_key = 'customer-7'") == 300
     waiting = one("SELECT min(run_id) FROM runs WHERE status = 'queued'")
     assert lifecycle.run_status(waiting).queued_because == "concurrency_key"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("batch", [1, 8])
+@pytest.mark.parametrize("capped", [False, True])
+def test_fsh11__backlogged_orgs_are_served_in_proportion_to_their_weights(batch, capped):
+    """Weights 1:3, both orgs backlogged: 25/75 of the claims, within 10 points, a cap or not (a cap never costs an
+    org its turn)."""
+    set_limits("heavy", weight=3, **({"max_active": 10_000} if capped else {}))
+    _backlog("light", 400)
+    _backlog("heavy", 400)
+    served = [one("SELECT org_id FROM runs WHERE run_id = %s", [run_id])
+              for _ in range(200 // batch) for run_id in claimed_ids(batch)]
+    assert abs(served.count("heavy") / len(served) - 0.75) <= 0.10, (served.count("heavy"), len(served))
+
+
+@pytest.mark.django_db
+def test_fsh11__an_org_gains_nothing_by_spreading_its_backlog_over_more_keys():
+    """Within an org its keys share the org's turns: 100 keys against one, equal weights, half the claims each."""
+    query("""INSERT INTO runs (run_id, org_id, play_name, status, launch_json, max_attempts, created_at,
+                               concurrency_key, concurrency_limit)
+             SELECT 'spread-' || lpad(i::text, 5, '0'), 'spread', 'play', 'queued', '{}', 1,
+                    now() - interval '1 hour' + i * interval '1 ms', 'key-' || (i %% 100), 1000
+             FROM generate_series(1, 300) AS i""")
+    _backlog("single", 300, key="only", limit=1000)
+    served = [one("SELECT org_id FROM runs WHERE run_id = %s", [run_id])
+              for _ in range(20) for run_id in claimed_ids(8)]
+    assert abs(served.count("spread") / len(served) - 0.5) <= 0.10, (served.count("spread"), len(served))

@@ -52,7 +52,7 @@ def test_fsh10__get_and_put_an_orgs_limits__null_clears__audited(client):
     factories.launch(org_id="org-a")
     answer = client.get("/internal/orgs/org-a/limits", **AUTH).json()
     assert answer == {"orgId": "org-a", "maxActive": None, "maxStartsPerMinute": None, "paused": False,
-                      "reason": None, "active": 0, "queued": 1}
+                      "weight": 1, "reason": None, "active": 0, "queued": 1}
     put = client.put("/internal/orgs/org-a/limits", data=json.dumps({"maxActive": 5, "paused": True,
                                                                       "reason": "flooding"}),
                      content_type="application/json", **AUTH)
@@ -69,7 +69,8 @@ def test_fsh10__get_and_put_an_orgs_limits__null_clears__audited(client):
 @pytest.mark.parametrize("body,field", [
     ({"maxActive": -1}, "maxActive"), ({"maxActive": 1.5}, "maxActive"), ({"maxActive": "3"}, "maxActive"),
     ({"maxStartsPerMinute": True}, "maxStartsPerMinute"), ({"paused": "yes"}, "paused"),
-    ({"reason": "a\u0000b"}, "reason"), ({"maxActve": 3}, "maxActve"), ([], None)])
+    ({"reason": "a\u0000b"}, "reason"), ({"maxActve": 3}, "maxActve"), ([], None), ({"weight": 0}, "weight"),
+    ({"weight": 1001}, "weight"), ({"weight": 2.5}, "weight")])
 def test_fsh10__a_bad_limits_body__400_naming_the_field__nothing_written(client, body, field):
     before = factories.table_state()
     response = client.put("/internal/orgs/org-a/limits", data=json.dumps(body), content_type="application/json",
@@ -89,7 +90,7 @@ def test_fsh10__the_org_limits_command__show_set_pause_resume(capsys):
     call_command("org_limits", "pause", "org-a", "--reason", "incident 7")
     call_command("org_limits", "show", "org-a")
     assert capsys.readouterr().out.splitlines()[-1] == (
-        "org-a: paused, max active 4, max starts/min 60, 0 active, 0 queued (incident 7)")
+        "org-a: paused, max active 4, max starts/min 60, weight 1, 0 active, 0 queued (incident 7)")
     call_command("org_limits", "resume", "org-a")
     call_command("org_limits", "set", "org-a", "--max-active", "none")
     assert one("SELECT max_active, max_starts_per_minute, paused FROM org_limits") == (None, 60, False)
@@ -119,3 +120,18 @@ def test_new_launch_fields__stored_on_the_run(client):
     run_id = client.post("/internal/runs", data=json.dumps(body), content_type="application/json", **AUTH).json()["runId"]
     assert one("SELECT priority, concurrency_key, concurrency_limit, run_after = '2027-03-28T01:30:00Z' "
                "FROM runs WHERE run_id = %s", [run_id]) == (-7, "repo-1", 3, True)
+
+
+@pytest.mark.django_db
+def test_fsh11__an_orgs_weight__set_read_and_audited_through_the_api_and_the_command(client, capsys):
+    put = client.put("/internal/orgs/org-a/limits", data=json.dumps({"weight": 3}), content_type="application/json",
+                     **AUTH)
+    assert put.status_code == 200 and put.json()["weight"] == 3
+    call_command("org_limits", "set", "org-a", "--weight", "5")
+    call_command("org_limits", "show", "org-a")
+    assert "weight 5" in capsys.readouterr().out
+    assert client.put("/internal/orgs/org-a/limits", data=json.dumps({"weight": None}),
+                      content_type="application/json", **AUTH).json()["weight"] == 1
+    assert [row[0] for row in query("SELECT outcome FROM operator_actions ORDER BY id")][-1].endswith("weight=1")
+    with pytest.raises(CommandError):
+        call_command("org_limits", "set", "org-a", "--weight", "0")

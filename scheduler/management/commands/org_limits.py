@@ -1,5 +1,6 @@
-"""`org_limits show|set|pause|resume ORG_ID [--max-active N|none] [--max-starts-per-minute N|none] [--reason TEXT]`:
-read or change an org's limits (FSH-10); every change is audited in operator_actions."""
+"""`org_limits show|set|pause|resume ORG_ID [--max-active N|none] [--max-starts-per-minute N|none] [--weight N]
+[--reason TEXT]`: read or change an org's limits and weight (FSH-10, FSH-11); every change is audited in
+operator_actions."""
 
 import argparse
 
@@ -30,17 +31,22 @@ class Command(SchedulerCommand):
                             help="most active runs (0 holds everything; none: the default SCHEDULER_ORG_MAX_ACTIVE)")
         parser.add_argument("--max-starts-per-minute", type=_limit, default=argparse.SUPPRESS,
                             help="most claims in any rolling minute (none: no start rate)")
+        parser.add_argument("--weight", type=integer(1, 1000), default=argparse.SUPPRESS,
+                            help="the org's share of the claims beside other backlogged orgs, relative to theirs "
+                                 "(1..1000, default 1)")
         parser.add_argument("--reason", default=argparse.SUPPRESS, help="why (kept on the org and in the audit row)")
 
     def handle(self, *args, **options):
         action, org_id = options["action"], options["org_id"].strip()
         if not org_id:
             raise CommandError("ORG_ID must not be empty")
-        given = {name: options[name] for name in ("max_active", "max_starts_per_minute", "reason") if name in options}
+        given = {name: options[name] for name in ("max_active", "max_starts_per_minute", "weight", "reason")
+                 if name in options}
         if action != "set" and set(given) - {"reason"}:
-            raise CommandError(f"{action} takes only --reason; use set for --max-active and --max-starts-per-minute")
+            raise CommandError(f"{action} takes only --reason; use set for --max-active, --max-starts-per-minute "
+                               "and --weight")
         if action == "set" and not given:
-            raise CommandError("set needs --max-active, --max-starts-per-minute or --reason")
+            raise CommandError("set needs --max-active, --max-starts-per-minute, --weight or --reason")
         try:
             if action != "show":
                 paused = {"pause": True, "resume": False}.get(action)
@@ -53,4 +59,5 @@ class Command(SchedulerCommand):
             f"{state.org_id}: {'paused' if state.paused else 'dispatching'}, "
             f"max active {state.max_active if state.max_active is not None else 'default'}, "
             f"max starts/min {state.max_starts_per_minute if state.max_starts_per_minute is not None else 'none'}, "
+            f"weight {state.weight}, "
             f"{state.active} active, {state.queued} queued" + (f" ({state.reason})" if state.reason else ""))
