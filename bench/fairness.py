@@ -9,6 +9,7 @@ import statistics
 import threading
 import time
 
+import fairness_shares
 import harness
 import lifecycle as lifecycle_bench
 
@@ -204,6 +205,15 @@ def main():
     last_first, first_tenth = many_orgs(orgs, 100)
     fresh()
     plain, limited, plain_runs, limited_runs = cycle_with_and_without_limit_rows(cycle_runs)
+    fresh()
+    spread_share, spread_runs = fairness_shares.spread_over_keys()
+    fresh()
+    heavy_share, heavy_runs = fairness_shares.weights_one_to_three()
+    fresh()
+    capped_share, capped_runs = fairness_shares.capped_beside_unlimited()
+    fresh()
+    ahead = 10_000 if args.quick else 100_000
+    reached = fairness_shares.behind_a_full_key(ahead)
     rows = [("measure", "value", "reference", "ratio", "target"),
             (f"org B's run behind {backlog:,} of org A: the claim batch that takes it", f"{batches}",
              f"batches of {BATCH}", f"{batches}", "<= 1"),
@@ -218,7 +228,15 @@ def main():
             ("claim->settle cycle, 8 workers, org_limits rows for every org (runs/s)", f"{limited:.0f}",
              f"without limit rows: {plain:.0f} runs/s", f"{limited / plain:.2f}", ">= 0.90"),
             ("  each repetition (without / with rows, runs/s)",
-             " ".join(f"{a:.0f}/{b:.0f}" for a, b in zip(plain_runs, limited_runs)), "", "", "")]
+             " ".join(f"{a:.0f}/{b:.0f}" for a, b in zip(plain_runs, limited_runs)), "", "", ""),
+            (f"(a) 10,000 runs over 1,000 keys beside 100 under one key: the one key's share ({spread_runs} claimed)",
+             f"{spread_share:.3f}", "half: 0.500", f"{abs(spread_share - 0.5) / 0.5:.2f} off", "<= 0.10"),
+            (f"(b) weights 1:3, {heavy_runs} claimed: the weight-3 org's share", f"{heavy_share:.3f}", "0.750",
+             f"{abs(heavy_share - 0.75) / 0.75:.2f} off", "<= 0.10"),
+            (f"(c) capped at 1,000 beside 12 unlimited orgs, {capped_runs} claimed: its share", f"{capped_share:.4f}",
+             f"1/13: {1 / 13:.4f}", f"{abs(capped_share - 1 / 13) * 13:.2f} off", "<= 0.10"),
+            (f"(d) a run behind {ahead:,} runs of a full key: claimed by the first claim", "yes" if reached else "no",
+             "", "1" if reached else "0", ">= 1")]
     harness.report(f"fair share benchmark ({'quick' if args.quick else 'full'})", rows, args.check)
 
 

@@ -135,7 +135,7 @@ WITH RECURSIVE {{claim_chosen()}}
 -- The claim's usual form, one statement: choose the orgs with due queued runs in their turn and claim from those nobody counts (no cap, start rate or keyed run), SKIP LOCKED, priority then age within an org, one rank at a time across orgs; a last row (run_id null) says whether a counted org was chosen and how many orgs were open (RUN-2, FSH-3, FSH-4, FSH-7, FSH-8).
 -- plan: generic
 -- A counted org chosen here takes nothing: its claim needs runs_claim_lock_orgs's lock before its snapshot. So it
--- keeps its share of the batch (the free orgs take at most the rest, so the counted claim that follows has room)
+-- keeps its places in the batch (the free orgs take at most the rest, so the counted claim that follows has room)
 -- and its place in the turn (only the orgs this statement could serve go to the back): FSH-4.
 WITH RECURSIVE {{claim_open_orgs()}}
 , allowance AS MATERIALIZED (
@@ -143,13 +143,21 @@ WITH RECURSIVE {{claim_open_orgs()}}
            CASE WHEN chosen.counted THEN 0 ELSE %(limit)s::integer END AS allowed
     FROM chosen
 ), {{claim_free_walk(allowance)}}
-, picked AS MATERIALIZED (
+, place_in_batch AS MATERIALIZED (
+    -- FSH-4, FSH-11: the batch's places by virtual finish, as if every chosen org had runs enough; those of the
+    -- counted orgs are kept for the counted claim.
+    SELECT chosen.counted
+    FROM chosen
+    JOIN share ON share.org_key = chosen.org_key
+    CROSS JOIN LATERAL generate_series(1, share.per_org) AS rank
+    ORDER BY chosen.virtual_pass + rank::double precision / chosen.weight, chosen.place
+    LIMIT %(limit)s::integer
+), picked AS MATERIALIZED (
     SELECT free_walk.run_id, free_walk.org_key, free_walk.rate
     FROM free_walk
     ORDER BY free_walk.virtual_pass + free_walk.rank::double precision / free_walk.weight, free_walk.place,
              free_walk.run_id
-    LIMIT greatest(%(limit)s::integer - (SELECT coalesce(sum(share.per_org), 0) FROM share
-                                         JOIN chosen ON chosen.org_key = share.org_key WHERE chosen.counted), 0)
+    LIMIT %(limit)s::integer - (SELECT count(*) FROM place_in_batch WHERE place_in_batch.counted)
 ), {{claim_picked((SELECT coalesce(max(chosen.open_orgs), 0) > 1 FROM chosen), false)}}
 SELECT answer.*, NULL::boolean AS counted_chosen, NULL::bigint AS open_orgs, NULL::bigint AS chosen_orgs,
        NULL::text[] AS counted_orgs, NULL::double precision AS now_pass

@@ -226,7 +226,7 @@ def test_fsh12__runs_behind_any_number_of_runs_of_a_full_key_are_claimed():
 @pytest.mark.parametrize("batch", [1, 8])
 @pytest.mark.parametrize("capped", [False, True])
 def test_fsh11__backlogged_orgs_are_served_in_proportion_to_their_weights(batch, capped):
-    """Weights 1:3, both orgs backlogged: 25/75 of the claims, within 10 points, a cap or not (a cap never costs an
+    """FSH-11: weights 1:3, both orgs backlogged: 25/75 of the claims, within 10 points, a cap or not (a cap never costs an
     org its turn)."""
     set_limits("heavy", weight=3, **({"max_active": 10_000} if capped else {}))
     _backlog("light", 400)
@@ -238,7 +238,7 @@ def test_fsh11__backlogged_orgs_are_served_in_proportion_to_their_weights(batch,
 
 @pytest.mark.django_db
 def test_fsh11__an_org_gains_nothing_by_spreading_its_backlog_over_more_keys():
-    """Within an org its keys share the org's turns: 100 keys against one, equal weights, half the claims each."""
+    """FSH-11: within an org its keys share the org's turns: 100 keys against one, equal weights, half the claims each."""
     query("""INSERT INTO runs (run_id, org_id, play_name, status, launch_json, max_attempts, created_at,
                                concurrency_key, concurrency_limit)
              SELECT 'spread-' || lpad(i::text, 5, '0'), 'spread', 'play', 'queued', '{}', 1,

@@ -113,3 +113,22 @@ def _write_finished(sender, task_result, **kwargs):
             [error.exception_class_path for error in task_result.errors]
         with open(task_result.kwargs["signals_file"], "a") as seen:
             seen.write(json.dumps(["finished", sender.__name__, task_result.id, task_result.status, said]) + "\n")
+
+
+def _log_step(log_file, name):
+    with open(log_file, "a") as log:
+        log.write(f"{name}\n")
+    return name
+
+
+@task(takes_context=True)
+def steps_then_killed(context, log_file, hold_file):
+    """TSK-5: two durable steps; attempt 1 stops after the first, writes its process group and waits to be killed."""
+    from scheduler.sandbox.steps import step
+
+    first = step("one", _log_step, log_file, "one")
+    if context.attempt == 1:
+        Path(hold_file).write_text(str(os.getpgid(0)))
+        time.sleep(600)
+    second = step("two", _log_step, log_file, "two")
+    return {"attempt": context.attempt, "steps": [first, second]}

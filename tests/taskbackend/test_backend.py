@@ -211,3 +211,24 @@ def test_a_queues_options_are_its_launch_defaults(settings):
     row = loads(one("SELECT json_build_array(org_id, max_attempts, concurrency_key, concurrency_limit, "
                     "launch_json -> 'heartbeatTimeoutMs') FROM runs WHERE run_id = %s", [result.id]))
     assert row == ["acme", 2, "gpu", 4, 5000]
+
+
+def test_a_tasks_durable_steps__sigkilled_after_the_first__the_retry_runs_only_the_rest(local_sandboxes, tmp_path):
+    """TSK-5: `scheduler.sandbox.steps.step` inside a task: attempt 1 finishes step one and is SIGKILLed; the sweep
+    judges it lost; attempt 2 returns step one's stored output and runs step two only."""
+    folder = tmp_path / "steps"
+    folder.mkdir()
+    folder.chmod(0o777)  # the sandbox may run as another user
+    log, hold = folder / "log", folder / "attempt-1"
+    result = tasks.steps_then_killed.enqueue(str(log), str(hold))
+    assert dispatch.run_once(5).counts["parked"] == 1
+    wait_for(hold.exists, "attempt 1 past its first step")
+    sandbox_id = loads(one("SELECT suspension_json FROM runs WHERE run_id = %s", [result.id]))["runtimeSandboxRef"]["sandboxId"]
+    os.killpg(int(hold.read_text()), signal.SIGKILL)
+    wait_for(lambda: (reap_children(), liveness.run_once(now=dt.datetime.now(dt.UTC) + dt.timedelta(seconds=5)))[1]
+             .counts["verdicts"], "the runner_lost verdict")
+    finish(result)
+    assert result.status == TaskResultStatus.SUCCESSFUL, result.errors
+    assert result.return_value == {"attempt": 2, "steps": ["one", "two"]}
+    assert log.read_text().splitlines() == ["one", "two"]  # step one ran once, in attempt 1
+    assert sandbox_id.startswith("local-")
