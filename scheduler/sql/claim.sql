@@ -117,7 +117,7 @@ WITH RECURSIVE {{claim_chosen()}}
           FROM counted_fit WHERE counted_fit.rank <= counted_fit.allowed) AS fit
     ORDER BY fit.virtual_pass + fit.rank::double precision / fit.weight, fit.place, fit.run_id
     LIMIT %(limit)s::integer
-), {{claim_picked(%(take_turns)s::boolean, true)}}, counted_start AS (
+), {{claim_picked(%(take_turns)s::boolean, true, 1)}}, counted_start AS (
     -- FSH-6: a rate-limited org's claims are kept for the minute they count in.
     INSERT INTO __schema__.org_starts (org_id, run_id, attempt, claimed_at)
     SELECT picked.org_key, claimed.run_id, claimed.attempt, statement_timestamp()
@@ -146,7 +146,7 @@ WITH RECURSIVE {{claim_open_orgs()}}
 , place_in_batch AS MATERIALIZED (
     -- FSH-4, FSH-11: the batch's places by virtual finish, as if every chosen org had runs enough; those of the
     -- counted orgs are kept for the counted claim.
-    SELECT chosen.counted
+    SELECT chosen.org_key, chosen.counted
     FROM chosen
     JOIN share ON share.org_key = chosen.org_key
     CROSS JOIN LATERAL generate_series(1, share.per_org) AS rank
@@ -158,7 +158,7 @@ WITH RECURSIVE {{claim_open_orgs()}}
     ORDER BY free_walk.virtual_pass + free_walk.rank::double precision / free_walk.weight, free_walk.place,
              free_walk.run_id
     LIMIT %(limit)s::integer - (SELECT count(*) FROM place_in_batch WHERE place_in_batch.counted)
-), {{claim_picked((SELECT coalesce(max(chosen.open_orgs), 0) > 1 FROM chosen), false)}}
+), {{claim_picked((SELECT coalesce(max(chosen.open_orgs), 0) > 1 FROM chosen), false, (SELECT count(*) FROM place_in_batch WHERE place_in_batch.org_key = chosen.org_key))}}
 SELECT answer.*, NULL::boolean AS counted_chosen, NULL::bigint AS open_orgs, NULL::bigint AS chosen_orgs,
        NULL::text[] AS counted_orgs, NULL::double precision AS now_pass
 FROM ({{claim_answer()}}) AS answer
@@ -167,5 +167,8 @@ SELECT NULL::text, NULL::integer, NULL::text, NULL::timestamptz, NULL::text, NUL
        NULL::integer, NULL::bigint,
        EXISTS (SELECT 1 FROM chosen WHERE chosen.counted), (SELECT coalesce(max(chosen.open_orgs), 0) FROM chosen),
        (SELECT count(*) FROM chosen),
-       ARRAY(SELECT chosen.org_key FROM chosen WHERE chosen.counted ORDER BY chosen.place),
+       ARRAY(SELECT chosen.org_key FROM chosen
+             WHERE chosen.counted
+               AND EXISTS (SELECT 1 FROM place_in_batch WHERE place_in_batch.org_key = chosen.org_key)
+             ORDER BY chosen.place),
        (SELECT clock.now_pass FROM clock);

@@ -90,8 +90,8 @@ share AS MATERIALIZED (
     WHERE NOT allowance.counted AND allowance.allowed > 0
 )
 
--- fragment: claim_picked(take_turns, turn_counted)
--- RUN-2: claim what `picked` names: lock each run still queued (SKIP LOCKED), attempt n+1 with a fresh lease, older attempts retired, the run running, run.started written; FSH-4: every org the statement could serve goes to the back of the turn (an org alone in the queue needs none); a counted org only when `turn_counted` (the statement that counted it).
+-- fragment: claim_picked(take_turns, turn_counted, places)
+-- RUN-2: claim what `picked` names: lock each run still queued (SKIP LOCKED), attempt n+1 with a fresh lease, older attempts retired, the run running, run.started written; FSH-4, FSH-11: each org the statement could serve moves on in the turn by what it took, or by its `places` in the batch when it took fewer (an org alone in the queue needs no turn); a counted org only when `turn_counted` (the statement that counted it).
 candidate AS MATERIALIZED (
     SELECT run.run_id
     FROM __schema__.runs AS run
@@ -127,16 +127,19 @@ candidate AS MATERIALIZED (
     FROM claimed
     ON CONFLICT (event_id) DO NOTHING
 ), turned AS (
-    -- FSH-4, FSH-11: every org this claim could serve moves on in the turn by what it took over its weight (one
-    -- claim's worth when it took nothing, as going to the back); an org alone in the queue needs no turn.
+    -- FSH-4, FSH-11: each org this claim could serve moves on in the turn by what it took over its weight, or by
+    -- its places in the batch when it took fewer (a full key, runs another claimer held): it had its turn. An org
+    -- the batch had no place for keeps its own. An org alone in the queue needs no turn.
     INSERT INTO __schema__.org_claim_turns (org_id, last_claimed_at, virtual_pass)
-    SELECT chosen.org_key, statement_timestamp(),
-           chosen.virtual_pass + greatest((SELECT count(*) FROM started
-                                           WHERE coalesce(started.org_id, '') = chosen.org_key), 1)::double precision
-                                 / chosen.weight
-    FROM chosen
-    WHERE {take_turns} AND ({turn_counted} OR NOT chosen.counted)
-    ORDER BY chosen.org_key
+    SELECT charged.org_key, statement_timestamp(),
+           charged.virtual_pass + charged.claims::double precision / charged.weight
+    FROM (SELECT chosen.org_key, chosen.virtual_pass, chosen.weight,
+                 greatest((SELECT count(*) FROM started WHERE coalesce(started.org_id, '') = chosen.org_key),
+                          {places}) AS claims
+          FROM chosen
+          WHERE {take_turns} AND ({turn_counted} OR NOT chosen.counted)) AS charged
+    WHERE charged.claims > 0
+    ORDER BY charged.org_key
     ON CONFLICT (org_id) DO UPDATE SET last_claimed_at = excluded.last_claimed_at,
                                        virtual_pass = excluded.virtual_pass
 )
