@@ -13,6 +13,8 @@ from tests import factories
 from tests.cleanup.factories import v2
 from tests.factories import query
 
+from tests.support import prepared_text
+
 pytestmark = pytest.mark.django_db
 DASHBOARD_STATEMENTS = ("dashboard_runs", "dashboard_failures", "dashboard_backlogs", "runs_list_stuck")
 
@@ -76,7 +78,7 @@ def long_history():
 
 @pytest.mark.parametrize("name", DASHBOARD_STATEMENTS)
 def test_dashboard_statements__never_scan_the_history(long_history, name):
-    sql, names = db._compiled(name, "runtime_scheduler")
+    sql, names = prepared_text(name)
     params = {"default_timeout_ms": 60_000, "kind": "runner", "limit": 1000}
     with psycopg.RawCursor(connection.connection) as cursor:
         cursor.execute("EXPLAIN " + sql, [params[key] for key in names])

@@ -8,11 +8,13 @@ from django.db import connection
 
 from scheduler import db
 
+from tests.support import prepared_text
+
 pytestmark = pytest.mark.django_db
 
 
 def _listing_plan(statement: str) -> str:
-    sql, names = db._compiled(statement, "runtime_scheduler")
+    sql, names = prepared_text(statement)
     params = {"lane": "ledger", "limit": 64, "admission_first": True, "exclude_run_ids": [],
               "enumerate_terminals": False, "walk_terminals": True, "enumerate_waits": False, "walk_waits": True}
     with psycopg.RawCursor(connection.connection) as cursor:

@@ -8,7 +8,7 @@ from django.db import connection
 from scheduler import db, sql
 from scheduler.conf import scheduler_settings
 from scheduler.system_checks import companion_apps, postgresql_databases
-from tests.support import connect, run_manage
+from tests.support import connect, prepared_text, run_manage
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +23,7 @@ def test_every_statement_resolves_with_a_search_path_without_the_schema():
     with connect(connection.settings_dict["NAME"], autocommit=True) as conn:
         conn.execute("SET search_path TO pg_catalog")
         for name in sql.raw_blocks():
-            text, _ = db._compiled(name, scheduler_settings.schema)
+            text, _ = prepared_text(name)
             body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--")).lstrip()
             if body.upper().startswith(UTILITY):
                 continue
