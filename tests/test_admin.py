@@ -125,6 +125,7 @@ def test_run_detail__receipts_in_step_order_and_the_receipts_list_filters_by_sta
     assert "charge" in running and ">reserve<" not in running
 
 
+@pytest.mark.requirement("CLN-5")
 def test_cleanup_job_page__shows_the_first_accepted_delete_where_billing_ends(admin_client):
     """CLN-5: the first acceptance is readable between claims: the operator sees it on the job's page."""
     import datetime as dt

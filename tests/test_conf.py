@@ -41,6 +41,7 @@ def test_reads_are_live_and_fall_back_to_the_default(settings):
     assert scheduler_settings.settle_batch_size == 32
 
 
+@pytest.mark.requirement("APP-3")
 def test_a_django_setting_given_as_text_or_value_is_parsed_as_its_variable(settings):
     """APP-3: a user's settings.py may write SCHEDULER_* as values or as text; both read as the environment's."""
     settings.SCHEDULER_SETTLE_BATCH_SIZE = "7"
@@ -51,6 +52,7 @@ def test_a_django_setting_given_as_text_or_value_is_parsed_as_its_variable(setti
     assert scheduler_settings.daytona_api_keys == {"org": "key"}
 
 
+@pytest.mark.requirement("APP-3")
 @pytest.mark.parametrize(("name", "value", "message"), [
     ("SCHEDULER_STATEMENT_TIMEOUT_MS", -3, "SCHEDULER_STATEMENT_TIMEOUT_MS must be between"),
     ("SCHEDULER_PREPARE_STATEMENTS", "maybe", "SCHEDULER_PREPARE_STATEMENTS must be true or false"),

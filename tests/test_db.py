@@ -28,6 +28,7 @@ def test_database_error__surfaces_as_psycopg_error_with_statement_name():
     assert "in SQL statement runs_launch" in raised.value.__notes__
 
 
+@pytest.mark.requirement("OBX-5")
 def test_claim_timeouts__a_claim_behind_a_stuck_lock_gives_up__then_claims_once_it_is_gone():
     """OBX-5: the claim's transaction sets a lock timeout, so a drainer never waits behind a stuck lock."""
     from scheduler.outbox import drainer

@@ -122,6 +122,7 @@ def test_refusals_read_as_the_seeds():
         claims.admission_hints(4, [])
 
 
+@pytest.mark.requirement("CLN-2")
 def test_adoption_preflight__an_answer_that_is_not_a_boolean__refused_in_the_seeds_words():
     """CLN-2: the preflight's answer must be a boolean proof; a driver or proxy that hands back text (here: this
     connection's boolean loader swapped for the text one) is refused, never read as truthy."""

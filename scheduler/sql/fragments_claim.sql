@@ -22,8 +22,12 @@ queued_org AS (
            coalesce(limits.max_active, %(default_max_active)s::integer) AS cap,
            limits.max_starts_per_minute AS rate
     FROM queued_org
-    LEFT JOIN __schema__.org_limits AS limits ON limits.org_id = queued_org.org_key
-    LEFT JOIN __schema__.org_claim_turns AS turn ON turn.org_id = queued_org.org_key
+    -- One probe of each table per org (LATERAL, LIMIT 1 so it stays a probe): as a join, the generic plan hashed
+    -- the whole table on every claim, however few orgs queue.
+    LEFT JOIN LATERAL (SELECT org_limit.* FROM __schema__.org_limits AS org_limit
+                       WHERE org_limit.org_id = queued_org.org_key LIMIT 1) AS limits ON true
+    LEFT JOIN LATERAL (SELECT org_turn.* FROM __schema__.org_claim_turns AS org_turn
+                       WHERE org_turn.org_id = queued_org.org_key LIMIT 1) AS turn ON true
     WHERE queued_org.org_key IS NOT NULL AND NOT coalesce(limits.paused, false)
 ), open_org AS (
     SELECT org.org_key, org.last_claimed_at, org.virtual_pass, org.weight,
@@ -60,8 +64,10 @@ chosen AS MATERIALIZED (
            greatest(coalesce(turn.virtual_pass, %(now_pass)s::double precision), %(now_pass)s::double precision)
                AS virtual_pass
     FROM unnest(%(orgs)s::text[], %(counted)s::boolean[]) WITH ORDINALITY AS chosen (org_key, counted, place)
-    LEFT JOIN __schema__.org_limits AS limits ON limits.org_id = chosen.org_key
-    LEFT JOIN __schema__.org_claim_turns AS turn ON turn.org_id = chosen.org_key
+    LEFT JOIN LATERAL (SELECT org_limit.weight FROM __schema__.org_limits AS org_limit
+                       WHERE org_limit.org_id = chosen.org_key LIMIT 1) AS limits ON true
+    LEFT JOIN LATERAL (SELECT org_turn.virtual_pass FROM __schema__.org_claim_turns AS org_turn
+                       WHERE org_turn.org_id = chosen.org_key LIMIT 1) AS turn ON true
 )
 
 -- fragment: claim_free_walk(allowance)

@@ -90,6 +90,7 @@ HOSTILE = {
 }
 
 
+@pytest.mark.requirement("RCP-1")
 @pytest.mark.parametrize("operation", ["claim", "complete", "fail", "release", "heartbeat", "skip", "mark-queued"])
 def test_an_empty_batch__answers_an_empty_list__writes_nothing(client, parked, operation):
     """RCP-1: as the seed's, an empty batch is an empty answer, not a 400."""

@@ -160,6 +160,7 @@ def test_a_paused_org_on_the_dashboard__its_page_resumes_it__audited(browser, li
     assert one("SELECT actor FROM operator_actions ORDER BY id DESC LIMIT 1") == "admin:ops"
 
 
+@pytest.mark.requirement("TSK-3")
 def test_a_failed_task_found_by_its_queue__its_page_names_the_exception(browser, live_server, settings):
     """TSK-3 in the admin: the runs list's "task queue" filter finds a task; its page shows the task's error."""
     from tests.taskbackend import tasks

@@ -15,6 +15,7 @@ T2 = T1 + dt.timedelta(minutes=5)
 T3 = T1 + dt.timedelta(minutes=9)
 
 
+@pytest.mark.requirement("CLN-3")
 def test_a__null_domain_duplicate_settled_at_the_earliest_confirmation():
     v2("sb-1", routing_domain=None)
     v2("sb-1", routing_domain="org-a", status="deleted")  # tombstone with the observed domain, no deleted_at
@@ -53,6 +54,7 @@ def test_b__legacy_time_from_the_earliest_confirmation_deleted_or_already_absent
     assert legacy_rows() == [("sb-4", "org-a", "deleted", expected)]
 
 
+@pytest.mark.requirement("CLN-3")
 def test_d__unproven_legacy_copied_to_v2_as_daytona():
     legacy("sb-5", routing_domain="org-a")
     legacy("sb-6", routing_domain=None, status="blocked")
@@ -126,6 +128,7 @@ def without_the_optional_legacy_index():
     assert one("SELECT count(*) FROM pg_indexes WHERE indexname = 'runtime_scheduler_sandbox_cleanup_legacy_pending_idx'") == 0
 
 
+@pytest.mark.requirement("SCH-5")
 def test_without_the_optional_legacy_index__preflight_adoption_and_completion_stay_correct(
         without_the_optional_legacy_index):
     """SCH-5: cleanup is correct without the index: the same proofs, the same copies, the legacy row completed."""
@@ -143,6 +146,7 @@ def test_without_the_optional_legacy_index__preflight_adoption_and_completion_st
     assert obligations.adoption_pending() is False
 
 
+@pytest.mark.requirement("CLN-4")
 def test_claim__attempt_count_rises_on_each_claim():
     """CLN-4: every claim of a job counts an attempt, whatever became of the one before."""
     parked = factories.parked_run(provider="daytona", routing_domain="org-a")

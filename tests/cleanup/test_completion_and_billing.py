@@ -43,6 +43,7 @@ def test_completion__completed_at_the_first_acceptance_with_billing_end_and_conf
     assert details == {"providerOutcome": "deleted", "routingDomain": "org-a"}
 
 
+@pytest.mark.requirement("CLN-5")
 def test_completion__billing_ends_at_the_acceptance_to_the_microsecond__and_bills_from_it():
     """CLN-5: billingEndedAt keeps the acceptance's sub-millisecond part (no rounding to whole milliseconds)."""
     parked = settled_run()
@@ -67,6 +68,7 @@ def test_completion__without_acceptance__now_and_legacy_row_completed_for_dayton
     assert one("SELECT status FROM sandbox_cleanup_jobs") == "deleted"
 
 
+@pytest.mark.requirement("CLN-6")
 def test_completion__a_null_domain_job_the_provider_names__settles_its_null_domain_legacy_row_too():
     """CLN-6: the legacy (v12) row is matched by the confirmation's original routing domain (null here), not by
     the domain the provider's answer filled into the tombstone."""
@@ -113,6 +115,7 @@ class FlakyProvider:
         return ReadBack.UNKNOWN
 
 
+@pytest.mark.requirement("CLN-7")
 def test_failures__back_off_then_block_past_the_limit__permanent_blocks_at_once__unblock():
     v2("sb-f", provider="local", run_id="run-f")
     result = sandbox_sweep.run_once(["local"], "owner", provider_for=lambda name: FlakyProvider(ProviderError("503")))
@@ -130,6 +133,7 @@ def test_failures__back_off_then_block_past_the_limit__permanent_blocks_at_once_
     assert one("SELECT count(*) FROM sandbox_cleanup_events_v2 WHERE event_type = 'provider_delete_failed'") == 3
 
 
+@pytest.mark.requirement("CLN-7")
 def test_failures__a_rate_limit_retry_after_is_the_earliest_retry():
     """Daytona answers 429 with Retry-After: the backoff never retries sooner (first failure backs off 5..10 s)."""
     v2("sb-r", provider="local", run_id="run-r")
@@ -149,6 +153,7 @@ def billed_run(resources, timeout_seconds=600):
 START_MS = int(T1.timestamp() * 1000)
 
 
+@pytest.mark.requirement("BIL-1")
 def test_billing__ended_resources_billed_to_their_end_no_late_items():
     run_id = billed_run([{"provider": "local", "sandboxId": "sb", "billingStartedAt": START_MS, "billingEndedAt": START_MS + 42_000}])
     assert billing_sweep.run_once("owner").counts == {"claimed": 1, "finalized": 1, "waiting": 0, "billed": 1}
@@ -186,6 +191,7 @@ def test_billing__a_worker_killed_holding_jobs__another_bills_them_once_their_le
     assert one("SELECT count(*) FROM billing_items WHERE run_id = %s", [run_id]) == 1
 
 
+@pytest.mark.requirement("BIL-1")
 def test_billing__finalizing_twice_bills_once():
     run_id = billed_run([{"provider": "local", "sandboxId": "sb", "billingStartedAt": START_MS, "billingEndedAt": START_MS + 1}])
     billing_sweep.run_once("owner")
@@ -194,6 +200,7 @@ def test_billing__finalizing_twice_bills_once():
     assert one("SELECT count(*) FROM billing_items WHERE run_id = %s", [run_id]) == 1
 
 
+@pytest.mark.requirement("CLN-5", "CLN-6")
 def test_a_null_domain_daytona_job__learns_its_domain_from_the_providers_answer():
     """CLN-5/6: the observed domain is what Daytona said the sandbox belongs to, not the job's own (null) one."""
     from scheduler.providers.daytona import DaytonaProvider

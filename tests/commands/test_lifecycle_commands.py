@@ -23,6 +23,7 @@ def test_launch_run__prints_the_run_id():
     assert status.stdout.strip().splitlines()[-1] == "queued"
 
 
+@pytest.mark.requirement("FSH-5")
 def test_launch_run__an_idempotency_key__the_repeat_prints_the_first_run__another_body_refused():
     """FSH-5 from a shell."""
     args = ["launch_run", "--play", "scheduler.plays:hello", "--org", "o", "--idempotency-key", "nightly-7"]

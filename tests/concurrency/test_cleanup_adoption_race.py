@@ -10,6 +10,7 @@ from tests.factories import one
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.mark.requirement("CLN-3")
 def test_two_adopters_at_once__no_deadlock_no_duplicate():
     for i in range(30):
         legacy(f"sb-{i}", routing_domain=None if i % 3 == 0 else "org-a")

@@ -38,6 +38,7 @@ def park_behind_a_held_run(parker: StatementBatcher, items: list[lifecycle.Park]
     return outcomes
 
 
+@pytest.mark.requirement("RUN-3")
 def test_parks_queued_together_share_one_statement_and_each_is_fenced_on_its_own(parker):
     good = [claimed() for _ in range(3)]
     wrong_lease = claimed()

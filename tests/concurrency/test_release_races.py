@@ -16,6 +16,7 @@ from tests.factories import one
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.mark.requirement("ADM-4")
 def test_launch_blocked_behind_an_uncommitted_close__refused_once_it_commits():
     admission.set_admission("rel", True, 1)
     may_commit, holding = threading.Event(), threading.Event()
@@ -43,6 +44,7 @@ def test_launch_blocked_behind_an_uncommitted_close__refused_once_it_commits():
     assert one("SELECT count(*) FROM runs") == 0
 
 
+@pytest.mark.requirement("ADM-5")
 def test_close_racing_many_launches__no_run_starts_after_the_close_committed():
     admission.set_admission("rel", True, 1)
     launchers, per_launcher = 6, 15

@@ -22,6 +22,7 @@ def sweep_verdict(run):
     return recorded, settled
 
 
+@pytest.mark.requirement("SWP-5")
 def test_runner_terminals_vs_sweep_verdicts__200_trials__one_result_per_attempt():
     runs = [factories.parked_run(max_attempts=1) for _ in range(TRIALS)]
     query("UPDATE attempts SET heartbeat_at = %s::timestamptz", [IDENTITY])

@@ -32,6 +32,7 @@ def mine(fake, before: set) -> list[dict]:
     return [sandbox for sandbox_id, sandbox in fake.sandboxes.items() if sandbox_id not in before]
 
 
+@pytest.mark.requirement("PRV-7")
 def test_daytona__every_step_timed__the_sandbox_deleted_and_read_back_gone(daytona_live):
     before = set(daytona_live.fake.sandboxes)
     code, out, err = check("daytona", "--routing-domain", "org-contract")
@@ -68,6 +69,7 @@ def test_an_api_the_sandbox_cannot_reach__no_heartbeat__named_and_cleaned_up(day
     assert one("SELECT count(*) FROM control WHERE key LIKE 'provider_check:%%'") == 0
 
 
+@pytest.mark.requirement("PRV-7")
 def test_an_unreachable_provider_api_and_a_refused_credential_are_named(settings):
     settings.SCHEDULER_DAYTONA_API_URL = f"http://127.0.0.1:{free_port()}/api"
     settings.SCHEDULER_DAYTONA_API_KEYS = {"org-x": "secret-key-123"}

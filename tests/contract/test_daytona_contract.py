@@ -1,6 +1,7 @@
 """PRV-6: every request the Daytona provider makes, and every answer the fake gives, validated by Stoplight Prism
 against Daytona's own OpenAPI documents (strict: no unknown properties), over the provider's whole cycle."""
 
+import pytest
 import re
 from pathlib import Path
 
@@ -14,6 +15,7 @@ KEYS = {"org-contract": "key-contract"}
 RECIPES = Path(__file__).resolve().parent.parent.parent / "docs" / "recipes"
 
 
+@pytest.mark.requirement("PRV-6")
 def test_the_whole_cycle_passes_the_documents(contract):
     provider = DaytonaProvider(contract.api_url, KEYS, timeout=10, snapshot="daytona-small")
     env = {"SCHEDULER_API_URL": "http://127.0.0.1:9", "SCHEDULER_PLAY": '{"command": ["true"]}'}
@@ -37,6 +39,7 @@ def test_a_declarative_build_passes_the_documents(contract):
     assert provider.delete(ref) is DeleteOutcome.ACCEPTED
 
 
+@pytest.mark.requirement("PRV-6")
 def test_prism_refuses_what_the_documents_refuse(daytona_contract):
     """The mock is not a pass-through: the old client's `envVars` and a fractional `cpu` never reach the fake."""
     before = len(daytona_contract.fake.requests)

@@ -34,6 +34,7 @@ def settle(run_id):
     assert settlement.settle_attempt(run_id, attempt, lease, factories.completed_result()).run_status == "completed"
 
 
+@pytest.mark.requirement("FSH-1")
 @pytest.mark.django_db
 def test_fsh1__an_org_cap__never_more_active_than_the_cap__a_settlement_frees_a_slot():
     set_limits("org-a", max_active=2)
@@ -45,6 +46,7 @@ def test_fsh1__an_org_cap__never_more_active_than_the_cap__a_settlement_frees_a_
     assert claimed_ids() == [runs[2]]
 
 
+@pytest.mark.requirement("FSH-1")
 @pytest.mark.django_db
 def test_fsh1__a_cap_of_zero_holds_everything__and_the_default_cap_applies_to_orgs_without_a_row(settings):
     set_limits("org-a", max_active=0)
@@ -59,6 +61,7 @@ def test_fsh1__a_cap_of_zero_holds_everything__and_the_default_cap_applies_to_or
     assert sorted(claimed_ids()) == sorted(other[1:])
 
 
+@pytest.mark.requirement("FSH-2")
 @pytest.mark.django_db
 def test_fsh2__a_full_key_waits__runs_behind_it_with_other_keys_or_none_pass_it():
     keyed = [launch(concurrency=Concurrency("customer-7", 1)) for _ in range(3)]
@@ -70,6 +73,7 @@ def test_fsh2__a_full_key_waits__runs_behind_it_with_other_keys_or_none_pass_it(
     assert claimed_ids() == [keyed[1]]
 
 
+@pytest.mark.requirement("FSH-2")
 @pytest.mark.django_db
 def test_fsh2__keys_are_per_org():
     a = launch(concurrency=Concurrency("repo", 1))
@@ -77,6 +81,7 @@ def test_fsh2__keys_are_per_org():
     assert sorted(claimed_ids()) == sorted([a, b])
 
 
+@pytest.mark.requirement("FSH-3")
 @pytest.mark.django_db
 def test_fsh3__within_an_org_higher_priority_first__then_oldest_first():
     low = launch(priority=-5)
@@ -85,6 +90,7 @@ def test_fsh3__within_an_org_higher_priority_first__then_oldest_first():
     assert [claimed_ids(1)[0] for _ in range(4)] == [high, *normal, low]
 
 
+@pytest.mark.requirement("FSH-4")
 @pytest.mark.django_db
 def test_fsh4__a_backlog_of_one_org__delays_another_org_by_at_most_one_claim_batch():
     query("""INSERT INTO runs (run_id, org_id, play_name, status, launch_json, max_attempts, created_at)
@@ -94,6 +100,7 @@ def test_fsh4__a_backlog_of_one_org__delays_another_org_by_at_most_one_claim_bat
     assert late in claimed_ids(8)
 
 
+@pytest.mark.requirement("FSH-4")
 @pytest.mark.django_db
 def test_fsh4__several_backlogged_orgs_are_served_in_turn():
     orgs = ["org-a", "org-b", "org-c"]
@@ -105,6 +112,7 @@ def test_fsh4__several_backlogged_orgs_are_served_in_turn():
     assert [sorted(served[i:i + 3]) for i in (0, 3, 6)] == [orgs, orgs, orgs]
 
 
+@pytest.mark.requirement("FSH-6")
 @pytest.mark.django_db
 def test_fsh6__a_start_rate_caps_claims_in_any_rolling_minute():
     set_limits("org-a", max_starts_per_minute=2)
@@ -118,6 +126,7 @@ def test_fsh6__a_start_rate_caps_claims_in_any_rolling_minute():
     assert one("SELECT count(*) FROM org_starts") == 2  # the minute-old starts were forgotten by the claim
 
 
+@pytest.mark.requirement("FSH-7")
 @pytest.mark.django_db
 def test_fsh7__not_before__a_run_is_not_claimed_before_its_instant():
     soon = launch(run_after=dt.datetime.now(dt.UTC) + dt.timedelta(hours=1))
@@ -127,6 +136,7 @@ def test_fsh7__not_before__a_run_is_not_claimed_before_its_instant():
     assert claimed_ids() == [soon]
 
 
+@pytest.mark.requirement("FSH-8")
 @pytest.mark.django_db
 def test_fsh8__a_paused_org_keeps_its_runs_queued__resume_releases_them__both_audited():
     running = launch()
@@ -153,6 +163,7 @@ def test_a_claim_answers_more_when_other_orgs_wait_beyond_its_batch():
     assert len(last) == 1 and not last.more
 
 
+@pytest.mark.requirement("FSH-1")
 @pytest.mark.django_db
 def test_fsh1__a_dispatcher_killed_mid_claim_leaks_no_slot__the_claim_lease_recovery_frees_it(monkeypatch):
     from scheduler.conf import scheduler_settings
@@ -172,6 +183,7 @@ def test_fsh1__a_dispatcher_killed_mid_claim_leaks_no_slot__the_claim_lease_reco
     assert claimed_ids() == [] and one("SELECT status FROM runs WHERE run_id = %s", [waiting]) == "queued"
 
 
+@pytest.mark.requirement("FSH-1")
 @pytest.mark.django_db
 def test_fsh1__a_cap_lowered_below_what_the_org_holds__claims_nothing_until_it_drops_below():
     runs = [launch() for _ in range(4)]
@@ -191,6 +203,7 @@ def _backlog(org: str, count: int, *, key: str | None = None, limit: int | None 
              FROM generate_series(1, %s) AS i""", [f"{org}-{key or 'none'}", org, age, key, limit, count])
 
 
+@pytest.mark.requirement("FSH-4")
 @pytest.mark.django_db
 @pytest.mark.parametrize("batch,others", [(1, 1), (1, 4), (4, 3), (8, 3), (8, 12), (32, 8)])
 def test_fsh4__an_org_with_a_cap_keeps_its_turn_beside_orgs_without(batch, others):
@@ -207,6 +220,7 @@ def test_fsh4__an_org_with_a_cap_keeps_its_turn_beside_orgs_without(batch, other
     assert served.count("capped") >= 0.6 * due, (served.count("capped"), due, batch, others)
 
 
+@pytest.mark.requirement("FSH-12")
 @pytest.mark.django_db
 def test_fsh12__runs_behind_any_number_of_runs_of_a_full_key_are_claimed():
     """FSH-12, no fixed walk window: 300 queued runs of a full key ahead (older, higher in the org's order) do not hide the
@@ -222,6 +236,7 @@ def test_fsh12__runs_behind_any_number_of_runs_of_a_full_key_are_claimed():
     assert lifecycle.run_status(waiting).queued_because == "concurrency_key"
 
 
+@pytest.mark.requirement("FSH-11")
 @pytest.mark.django_db
 @pytest.mark.parametrize("batch", [1, 8])
 @pytest.mark.parametrize("capped", [False, True])
@@ -236,6 +251,7 @@ def test_fsh11__backlogged_orgs_are_served_in_proportion_to_their_weights(batch,
     assert abs(served.count("heavy") / len(served) - 0.75) <= 0.10, (served.count("heavy"), len(served))
 
 
+@pytest.mark.requirement("FSH-11")
 @pytest.mark.django_db
 def test_fsh11__an_org_gains_nothing_by_spreading_its_backlog_over_more_keys():
     """FSH-11: within an org its keys share the org's turns: 100 keys against one, equal weights, half the claims each."""

@@ -114,6 +114,7 @@ def test_fuzzed_claims_keep_every_limit_and_pass_over_nothing_claimable(orgs, ro
         _settle(settled)
 
 
+@pytest.mark.requirement("FSH-11")
 @FUZZ
 @given(weights=st.lists(st.integers(1, 5), min_size=2, max_size=4), batch=st.integers(1, 8))
 def test_fuzzed_weights__backlogged_orgs_share_the_claims_by_weight(weights, batch):

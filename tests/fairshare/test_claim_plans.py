@@ -43,6 +43,7 @@ def test_the_claim__walks_each_org_only_as_far_as_it_takes(backlog):
     assert rows_read(plan) <= 64, plan
 
 
+@pytest.mark.requirement("FSH-12")
 def test_fsh12__a_counted_org_is_read_past_a_full_key_by_its_indexes__not_by_walking_the_key(backlog):
     """20,000 queued runs of one full key ahead: the claim of that org reads a few rows (a probe per key, the
     keyless runs in order), never the key's backlog."""

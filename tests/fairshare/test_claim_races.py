@@ -27,6 +27,7 @@ def active():
     return one("SELECT count(*) FROM runs WHERE status IN ('running', 'waiting')")
 
 
+@pytest.mark.requirement("FSH-1")
 @pytest.mark.django_db(transaction=True)
 def test_fsh1__eight_claimers_at_once__the_org_holds_exactly_its_cap():
     limits.change("org-a", limits.LimitsChange(max_active=3), actor="test")
@@ -35,6 +36,7 @@ def test_fsh1__eight_claimers_at_once__the_org_holds_exactly_its_cap():
     assert len(taken) == len(set(taken)) == 3 == active()
 
 
+@pytest.mark.requirement("FSH-2")
 @pytest.mark.django_db(transaction=True)
 def test_fsh2__eight_claimers_at_once__a_key_holds_exactly_its_limit():
     launch_many(20, concurrency=Concurrency("customer-7", 2))
@@ -42,6 +44,7 @@ def test_fsh2__eight_claimers_at_once__a_key_holds_exactly_its_limit():
     assert len(taken) == len(set(taken)) == 2 == active()
 
 
+@pytest.mark.requirement("FSH-6")
 @pytest.mark.django_db(transaction=True)
 def test_fsh6__eight_claimers_at_once__the_org_starts_exactly_its_rate():
     limits.change("org-a", limits.LimitsChange(max_starts_per_minute=4), actor="test")
@@ -102,6 +105,7 @@ def active_of_org_a():
     return one("SELECT count(*) FROM runs WHERE org_id = 'org-a' AND status IN ('running', 'waiting')")
 
 
+@pytest.mark.requirement("FSH-1")
 @pytest.mark.django_db(transaction=True)
 def test_fsh1__a_claim_held_inside_its_statement__the_other_waits_for_the_org_and_the_cap_holds():
     limits.change("org-a", limits.LimitsChange(max_active=3), actor="test")
@@ -110,6 +114,7 @@ def test_fsh1__a_claim_held_inside_its_statement__the_other_waits_for_the_org_an
     assert len(taken) == len(set(taken)) == 3 == active_of_org_a()
 
 
+@pytest.mark.requirement("FSH-2")
 @pytest.mark.django_db(transaction=True)
 def test_fsh2__a_claim_held_inside_its_statement__the_other_waits_for_the_org_and_the_key_holds():
     launch_many(10, concurrency=Concurrency("customer-7", 3))
@@ -117,6 +122,7 @@ def test_fsh2__a_claim_held_inside_its_statement__the_other_waits_for_the_org_an
     assert len(taken) == len(set(taken)) == 3 == active_of_org_a()
 
 
+@pytest.mark.requirement("FSH-6")
 @pytest.mark.django_db(transaction=True)
 def test_fsh6__a_claim_held_inside_its_statement__the_other_waits_for_the_org_and_the_rate_holds():
     limits.change("org-a", limits.LimitsChange(max_starts_per_minute=3), actor="test")

@@ -25,6 +25,7 @@ def because(client, run_id):
     return client.get(f"/internal/runs/{run_id}", **AUTH).json().get("queuedBecause")
 
 
+@pytest.mark.requirement("FSH-9")
 @pytest.mark.django_db
 def test_fsh9__a_queued_run_says_why_it_waits__and_the_list_filters_by_it(client):
     turn = factories.launch(org_id="org-turn")
@@ -47,6 +48,7 @@ def test_fsh9__a_queued_run_says_why_it_waits__and_the_list_filters_by_it(client
     assert refused.status_code == 400 and refused.json()["field"] == "queued_because"
 
 
+@pytest.mark.requirement("FSH-10")
 @pytest.mark.django_db
 def test_fsh10__get_and_put_an_orgs_limits__null_clears__audited(client):
     factories.launch(org_id="org-a")
@@ -65,6 +67,7 @@ def test_fsh10__get_and_put_an_orgs_limits__null_clears__audited(client):
         ("api:internal-token", "org_limits_set", "org:org-a", True)]
 
 
+@pytest.mark.requirement("FSH-10")
 @pytest.mark.django_db
 @pytest.mark.parametrize("body,field", [
     ({"maxActive": -1}, "maxActive"), ({"maxActive": 1.5}, "maxActive"), ({"maxActive": "3"}, "maxActive"),
@@ -79,11 +82,13 @@ def test_fsh10__a_bad_limits_body__400_naming_the_field__nothing_written(client,
     assert factories.table_state() == before
 
 
+@pytest.mark.requirement("FSH-10")
 @pytest.mark.django_db
 def test_fsh10__the_limits_need_the_internal_token(client):
     assert client.get("/internal/orgs/org-a/limits").status_code == 401
 
 
+@pytest.mark.requirement("FSH-10")
 @pytest.mark.django_db
 def test_fsh10__the_org_limits_command__show_set_pause_resume(capsys):
     call_command("org_limits", "set", "org-a", "--max-active", "4", "--max-starts-per-minute", "60")
@@ -122,6 +127,7 @@ def test_new_launch_fields__stored_on_the_run(client):
                "FROM runs WHERE run_id = %s", [run_id]) == (-7, "repo-1", 3, True)
 
 
+@pytest.mark.requirement("FSH-11")
 @pytest.mark.django_db
 def test_fsh11__an_orgs_weight__set_read_and_audited_through_the_api_and_the_command(client, capsys):
     put = client.put("/internal/orgs/org-a/limits", data=json.dumps({"weight": 3}), content_type="application/json",

@@ -23,6 +23,7 @@ def retention(settings):
     settings.SCHEDULER_BILLING_RETENTION_DAYS = 400
 
 
+@pytest.mark.requirement("RET-1")
 def test_a_finished_run_past_retention_goes_with_every_row_of_its_own():
     """RET-1: attempts, facts, receipts, late results, control keys, cleanup rows, tombstones and events, legacy
     rows, the billing job and ledger events: gone in one statement; the schedule fire stays, unlinked."""
@@ -39,6 +40,7 @@ def test_a_finished_run_past_retention_goes_with_every_row_of_its_own():
     assert one("SELECT count(*) FROM billing_items") == 2  # RET-2: billing items keep their own clock
 
 
+@pytest.mark.requirement("RET-1")
 @pytest.mark.parametrize("obligation,reason,by_hand", [
     ({"fact_delivered": False}, HeldReason.UNDELIVERED_FACTS,
      "UPDATE outbox SET delivered_at = now() WHERE run_id = 'run-held' AND delivered_at IS NULL"),
@@ -64,6 +66,7 @@ def test_an_open_obligation_keeps_the_run_whole__and_counts_it_held(obligation, 
     assert rows_of("run-held") == dict.fromkeys(RUN_TABLES, 0)
 
 
+@pytest.mark.requirement("CLN-1", "RET-1")
 def test_an_unreconciled_attempt_keeps_its_run():
     """RET-1 (CLN-1): an attempt that never parked may have left a sandbox; its control key holds the run."""
     finished_run("run-unparked", 60)
@@ -74,6 +77,7 @@ def test_an_unreconciled_attempt_keeps_its_run():
     assert pruning.run_once().counts["runs"] == 1
 
 
+@pytest.mark.requirement("RET-1")
 def test_open_runs_are_never_pruned():
     """RET-1: queued, running and waiting runs stay, however old."""
     queued = factories.launch()
@@ -83,6 +87,7 @@ def test_open_runs_are_never_pruned():
     assert one("SELECT count(*) FROM runs WHERE run_id IN (%s, %s)", [queued, parked.run_id]) == 2
 
 
+@pytest.mark.requirement("RET-1")
 def test_older_than_days_zero_prunes_every_finished_run_whose_obligations_are_met():
     """RET-1: the one-off override (`prune_history --once --older-than-days 0`)."""
     finished_run("run-today", 0.001)
@@ -90,6 +95,7 @@ def test_older_than_days_zero_prunes_every_finished_run_whose_obligations_are_me
     assert pruning.run_once(retention=pruning.Retention(0, 400)).counts["runs"] == 1
 
 
+@pytest.mark.requirement("RET-3")
 def test_batches_are_bounded_and_a_full_batch_goes_again():
     """RET-3: at most `batch` runs a statement; while batches are full the tick asks to go again after a pause as
     long as itself, seven times (an eighth of a core at most), and an idle tick waits its interval."""
@@ -103,6 +109,7 @@ def test_batches_are_bounded_and_a_full_batch_goes_again():
     # The oldest first: the last one left was the newest.
 
 
+@pytest.mark.requirement("RET-3")
 def test_the_loop_sizes_each_statement_to_its_budget_within_the_batch(monkeypatch):
     """RET-3: `--batch` is the most a statement takes; the loop takes fewer when that many would outlast the
     statement budget (the runners' commits feel one long statement), never fewer than ten, and back up to the
@@ -120,6 +127,7 @@ def test_the_loop_sizes_each_statement_to_its_budget_within_the_batch(monkeypatc
     assert one("SELECT count(*) FROM runs") == 0
 
 
+@pytest.mark.requirement("RET-3")
 def test_a_pass_walks_the_held_runs_once__a_run_freed_behind_it_waits_for_the_next_pass():
     """RET-3: each batch of the loop starts after the last run the batch before it picked, so runs held past
     retention at the head of the finished index are walked once a pass, not once a batch; a pass ends with a batch
@@ -137,6 +145,7 @@ def test_a_pass_walks_the_held_runs_once__a_run_freed_behind_it_waits_for_the_ne
     assert one("SELECT count(*) FROM runs") == 0
 
 
+@pytest.mark.requirement("RET-2")
 def test_billing_items_are_pruned_on_their_own_clock():
     """RET-2: items older than SCHEDULER_BILLING_RETENTION_DAYS go, whether or not their run is still there."""
     finished_run("run-billed", 500, fact_delivered=False)  # held: its item is still older than 400 days
@@ -147,6 +156,7 @@ def test_billing_items_are_pruned_on_their_own_clock():
     assert one("SELECT count(*) FROM runs WHERE run_id = 'run-billed'") == 1
 
 
+@pytest.mark.requirement("RET-4")
 def test_adoption_after_pruning_recreates_no_obligation():
     """RET-4: the pruned run's legacy row and tombstone are gone together; adoption finds nothing to copy."""
     finished_run("run-adopted", 45)
@@ -156,6 +166,7 @@ def test_adoption_after_pruning_recreates_no_obligation():
     assert one("SELECT count(*) FROM sandbox_cleanup_jobs_v2") == 0
 
 
+@pytest.mark.requirement("RET-4")
 def test_outside_the_prune_a_tombstone_or_an_event_still_cannot_be_deleted():
     """RET-4: the guards let only the prune's transaction delete them."""
     finished_run("run-guarded", 45)
@@ -165,6 +176,7 @@ def test_outside_the_prune_a_tombstone_or_an_event_still_cannot_be_deleted():
             cursor.execute(statement)
 
 
+@pytest.mark.requirement("RET-3")
 def test_a_locked_run_is_skipped_not_waited_for():
     """RET-3: SKIP LOCKED on the run rows: a run another transaction holds is left for a later tick."""
     from tests.support import connect

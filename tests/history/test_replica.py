@@ -145,6 +145,7 @@ def _primary_lsn() -> str:
         return conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0]
 
 
+@pytest.mark.requirement("RET-5")
 def test_the_lag_statement_answers_null_on_a_primary():
     """RET-5: replica_lag says nothing about a server that is not replaying (the dashboard then shows no lag)."""
     from scheduler import db

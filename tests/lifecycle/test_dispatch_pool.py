@@ -41,6 +41,7 @@ def test_claims_only_as_many_runs_as_it_has_free_start_slots(daytona):
     assert one("SELECT count(*) FROM runs WHERE status = 'queued'") == 3
 
 
+@pytest.mark.requirement("RUN-2")
 def test_a_tick_that_claimed_anything_looks_again_and_one_that_found_nothing_waits(daytona):
     """Launches that come faster than a tick keep the dispatcher claiming without arming its wake signal."""
     launch(1)

@@ -30,6 +30,7 @@ def test_create_itself_fails__dispatch_lost_and_nothing_to_clean(daytona):
     assert one("SELECT count(*) FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [run_id]) == 0
 
 
+@pytest.mark.requirement("PRV-2")
 def test_a_sandbox_that_never_started_keeps_its_obligation_though_the_list_fails(daytona):
     """PRV-2: the start's error names the sandbox it created, so its obligation needs no (eventually consistent) list."""
     run_id = factories.launch(org_id="org-1", launch={"sandboxProvider": "daytona"})

@@ -50,6 +50,7 @@ def test_generic_plan__the_cleanup_claim_walks_the_due_index_in_order_and_stops_
                          for number in locks), "\n".join(lines)
 
 
+@pytest.mark.requirement("SWP-1")
 def test_generic_plan__liveness_discovery_reads_only_expired_or_undated_parked_attempts(sizeable_tables):
     """SWP-1: each way into the liveness index is a range (an index condition), never a walk of every parked
     attempt filtered one by one (12 ms per idle tick at 100,000 parked runs with terminal history)."""
@@ -92,6 +93,7 @@ def test_generic_plan__a_claim_finds_what_it_locked_by_key_however_large_the_bac
     assert "Seq Scan on" not in plan and "Hash Join" not in plan, plan
 
 
+@pytest.mark.requirement("RUN-10")
 def test_generic_plan__unacknowledged_cancels_are_read_from_the_open_cancels_alone(sizeable_tables):
     """RUN-10: old cancels of ended runs and the parked runs themselves are never walked; each open cancel's
     run and attempt are found by key."""

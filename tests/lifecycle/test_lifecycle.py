@@ -14,6 +14,7 @@ from tests.factories import one, query
 pytestmark = pytest.mark.django_db
 
 
+@pytest.mark.requirement("RUN-1")
 def test_launch__inserts_queued_run_and_run_created_fact():
     run_id = factories.launch(org_id="org-9", input={"x": 1})
     assert one("SELECT status FROM runs WHERE run_id = %s", [run_id]) == "queued"
@@ -22,6 +23,7 @@ def test_launch__inserts_queued_run_and_run_created_fact():
     ]
 
 
+@pytest.mark.requirement("RUN-1")
 @pytest.mark.parametrize("body,message", [
     ({}, "playName is required"),
     ({"playName": ""}, "playName must not be empty"),
@@ -39,6 +41,7 @@ def test_launch__bad_input__clear_error(body, message):
         launch_body.launch_request(body)
 
 
+@pytest.mark.requirement("RUN-2")
 def test_claim__creates_attempt_with_lease_moves_run_and_writes_started():
     run_id = factories.launch()
     claimed = factories.claim(run_id)
@@ -50,6 +53,7 @@ def test_claim__creates_attempt_with_lease_moves_run_and_writes_started():
     assert lifecycle.claim_queued_runs(5) == []
 
 
+@pytest.mark.requirement("RUN-3")
 def test_park__waiting_with_detached_suspension_and_resource():
     parked = factories.parked_run(provider="daytona", routing_domain="org-a")
     status, suspension, resources = one(
@@ -63,6 +67,7 @@ def test_park__waiting_with_detached_suspension_and_resource():
     assert one("SELECT status FROM attempts WHERE run_id = %s", [parked.run_id]) == "waiting"
 
 
+@pytest.mark.requirement("RUN-3")
 def test_park__wrong_lease__parks_nothing():
     run_id = factories.launch()
     claimed = factories.claim(run_id)
@@ -71,6 +76,7 @@ def test_park__wrong_lease__parks_nothing():
     assert one("SELECT status FROM runs WHERE run_id = %s", [run_id]) == "running"
 
 
+@pytest.mark.requirement("RUN-4")
 def test_heartbeat__current_attempt__bumps_and_reports_identity():
     parked = factories.parked_run()
     beat = lifecycle.heartbeat(parked.run_id, parked.attempt, parked.lease_token)
@@ -83,6 +89,7 @@ def test_heartbeat__current_attempt__bumps_and_reports_identity():
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z", stored)  # TRM-3
 
 
+@pytest.mark.requirement("RUN-4")
 @pytest.mark.parametrize("fence", ["lease", "newer_attempt", "terminal_run", "other_attempt"])
 def test_heartbeat__not_current__bumps_nothing(fence):
     parked = factories.parked_run()
@@ -100,6 +107,7 @@ def test_heartbeat__not_current__bumps_nothing(fence):
     assert one("SELECT heartbeat_at FROM attempts WHERE run_id = %s AND attempt = 1", [parked.run_id]) is None
 
 
+@pytest.mark.requirement("RUN-7")
 def test_cancel__queued_run__cancelled_directly_with_fact():
     run_id = factories.launch()
     answer = lifecycle.cancel_run(run_id)
@@ -109,6 +117,7 @@ def test_cancel__queued_run__cancelled_directly_with_fact():
     assert one("SELECT count(*) FROM compute_billing_jobs_v2 WHERE run_id = %s", [run_id]) == 1
 
 
+@pytest.mark.requirement("RUN-7")
 def test_cancel__waiting_run__queued_and_told_by_next_heartbeat():
     parked = factories.parked_run()
     answer = lifecycle.cancel_run(parked.run_id)
@@ -117,6 +126,7 @@ def test_cancel__waiting_run__queued_and_told_by_next_heartbeat():
     assert lifecycle.heartbeat(parked.run_id, parked.attempt, parked.lease_token).cancel_requested is True
 
 
+@pytest.mark.requirement("RUN-7")
 def test_cancel__then_failed_terminal__settles_cancelled_without_retry():
     parked = factories.parked_run()
     lifecycle.cancel_run(parked.run_id)
@@ -130,6 +140,7 @@ def test_cancel__unknown_run__not_found():
         lifecycle.cancel_run("run_missing")
 
 
+@pytest.mark.requirement("RUN-8")
 def test_status__snapshot_without_secrets_and_with_queried_schema():
     run_id = factories.launch(launch={"executorToken": "secret-executor", "runtimeBackend": "detached"},
                               run_log_store="planet_scale", definition_scope="org")
@@ -143,6 +154,7 @@ def test_status__snapshot_without_secrets_and_with_queried_schema():
     assert "runLogStore" not in responses.run_snapshot(lifecycle.run_status(factories.launch()))
 
 
+@pytest.mark.requirement("RUN-5")
 def test_standing__reports_run_attempt_and_superseded():
     parked = factories.parked_run()
     assert responses.standing(lifecycle.attempt_standing(parked.run_id, 1)) == {"runStatus": "waiting", "attemptStatus": "waiting", "superseded": False}
@@ -152,6 +164,7 @@ def test_standing__reports_run_attempt_and_superseded():
     assert lifecycle.attempt_standing("run_missing", 1) is None
 
 
+@pytest.mark.requirement("RUN-6")
 def test_array_input_intent__registers_only_for_the_current_attempt_of_its_org():
     parked = factories.parked_run(org_id="org-a")
     assert lifecycle.register_array_input_intent(parked.run_id, "org-b", 1) is False
@@ -163,6 +176,7 @@ def test_array_input_intent__registers_only_for_the_current_attempt_of_its_org()
         lifecycle.register_array_input_intent("run_missing", "org-a", 1)
 
 
+@pytest.mark.requirement("RUN-6")
 @pytest.mark.parametrize("newer_status,fences", [("claimed", True), ("failed", True), ("released", False)])
 def test_array_input_intent__a_newer_attempt_fences_as_requirements_1_2_defines(newer_status, fences):
     """"No newer attempt" means no higher attempt in a fencing status; a released claim does not fence."""
@@ -171,6 +185,7 @@ def test_array_input_intent__a_newer_attempt_fences_as_requirements_1_2_defines(
     assert lifecycle.register_array_input_intent(parked.run_id, "org-a", 1) is not fences
 
 
+@pytest.mark.requirement("OBX-1")
 def test_facts__created_at_strictly_increases_per_run_even_if_clock_is_behind():
     """OBX-1."""
     parked = factories.parked_run()

@@ -135,6 +135,7 @@ def test_token_cache__keyed_by_schema_authority_and_receiver():
     assert key == authority.token_cache_key("s", {**launch, "executorToken": "other"}, "https://a")
 
 
+@pytest.mark.requirement("OBX-10")
 def test_builtin_receiver__stores_once_by_event_id_and_acknowledges():
     ids = backlog_run("run-b", facts=5)
     assert drainer.run_once("owner").counts["delivered"] == 5
@@ -155,6 +156,7 @@ def test_ledger_events__invalid_terminal_performance_becomes_a_reason():
     assert ledger_event(fact)["payload"] == {"terminalRuntimePerformance": valid}
 
 
+@pytest.mark.requirement("TRM-6")
 def test_ledger_events__a_null_performance_keeps_the_reason_stored_beside_it():
     """TRM-6: only a present, non-null, invalid value is replaced; an older writer's null and reason pass through."""
     stored = {"terminalRuntimePerformance": None, "terminalRuntimePerformanceUnavailableReason": "invalid_runner_stats"}
@@ -169,6 +171,7 @@ def test_search_lane__acknowledged_without_a_receiver():
     assert one("SELECT count(*) FROM run_ledger_events") == 0
 
 
+@pytest.mark.requirement("OBX-10")
 def test_builtin_receiver_endpoint(client, settings):
     settings.SCHEDULER_INTERNAL_TOKEN = "t"
     body = {"runId": "r", "events": [{"eventId": "e1", "type": "run.created", "occurredAt": "2026-01-01T00:00:00Z"}]}
@@ -182,6 +185,7 @@ def test_builtin_receiver_endpoint(client, settings):
     assert one("SELECT count(*) FROM run_ledger_events") == 1
 
 
+@pytest.mark.requirement("OBX-7")
 def test_admission_hints__exclusions_apply_before_the_limit():
     """OBX-7: excluding run-1 must not let it crowd out run-3, the next admission in line."""
     backlog_run("run-1", kinds=["run.created"], start_second=1)
@@ -190,6 +194,7 @@ def test_admission_hints__exclusions_apply_before_the_limit():
     assert claims.admission_hints(1, ["run-1"]) == ["run-3"]
 
 
+@pytest.mark.requirement("OBX-4")
 def test_admission_first__a_class_orders_by_each_heads_own_age__not_its_milestones():
     """OBX-4: with more pending terminals than the listing's limit, the run whose head is oldest comes first, even
     when its terminal is the newest."""
@@ -203,6 +208,7 @@ def test_admission_first__a_class_orders_by_each_heads_own_age__not_its_mileston
     assert {row["class"] for row in listed} == {1}  # the wait (class 2) comes after every pending terminal
 
 
+@pytest.mark.requirement("OBX-3")
 def test_ready__a_live_lease_of_the_listing_drainer_itself_holds_its_runs_lane():
     """OBX-3: a drainer's own live lease blocks its run like any other's: it neither lists nor claims it again."""
     backlog_run("own", kinds=["run.progress", "run.progress"])
@@ -214,6 +220,7 @@ def test_ready__a_live_lease_of_the_listing_drainer_itself_holds_its_runs_lane()
     assert one("SELECT count(*) FROM outbox WHERE lease_owner = 'me'") == 1
 
 
+@pytest.mark.requirement("OBX-4")
 def test_concurrent_drainers_rotate_only_within_the_listings_first_class():
     """OBX-4: a drainer's own slice comes first only among the top class: no lower-class run before it."""
     listing = [{"run_id": f"t{i}", "class": 1} for i in range(40)] + [{"run_id": f"p{i}", "class": 3} for i in range(24)]
@@ -223,6 +230,7 @@ def test_concurrent_drainers_rotate_only_within_the_listings_first_class():
     assert {drainer._own_slice_first(listing, f"h:{pid}", "admission_first")[0] for pid in range(20)} == {"t0", "t16"}
 
 
+@pytest.mark.requirement("OBX-4")
 def test_admission_first__with_thousands_of_pending_terminals__still_by_each_heads_own_age():
     """OBX-4 past the bound where every pending terminal's run is not enumerated any more (the head walk)."""
     query("INSERT INTO runs (run_id, org_id, play_name, status, launch_json) "

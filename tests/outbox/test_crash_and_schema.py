@@ -16,6 +16,7 @@ from tests.support import PROJECT_DIR, connect, current_database_url, manage_com
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.mark.requirement("OBX-6")
 def test_drainer_killed_mid_delivery__lease_expires_and_another_delivers():
     receiver = FakeReceiver()
     receiver.hold = threading.Event()
@@ -43,6 +44,7 @@ def test_drainer_killed_mid_delivery__lease_expires_and_another_delivers():
         receiver.close()
 
 
+@pytest.mark.requirement("OBX-9")
 def test_drainer_sigterm__returns_its_leases_and_exits_0():
     """OBX-9."""
     receiver = FakeReceiver()
@@ -94,6 +96,7 @@ def backlog_run_without_intent(run_id):
           [f"{run_id}:done", run_id])
 
 
+@pytest.mark.requirement("SCH-3")
 def test_column_dropped_between_the_catalog_read_and_the_select__retried_once_without_it():
     """SCH-3: the catalog says the column is there (its drop is not committed yet), the select then waits for the
     table and meets 42703 once the drop commits: the reader retries once on the path without the column. The

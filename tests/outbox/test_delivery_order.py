@@ -52,6 +52,7 @@ def drain_with(workers: int, **options) -> None:
     assert not errors, errors
 
 
+@pytest.mark.requirement("OBX-2")
 def test_four_drainers_failing_receiver__causal_first_sightings_all_delivered_failed_head_blocks(receiver):
     launch = {"runtimeApiBaseUrl": receiver.url, "coordinatorInternalToken": COORDINATOR_TOKEN}
     runs = {f"run-{i:03d}": backlog_run(f"run-{i:03d}", facts=12 if i == 7 else 8, launch=launch, start_second=i)
@@ -76,6 +77,7 @@ def test_four_drainers_failing_receiver__causal_first_sightings_all_delivered_fa
     assert one("SELECT max(attempt_count) FROM outbox WHERE delivered_at IS NOT NULL") >= 1
 
 
+@pytest.mark.requirement("OBX-2")
 def test_failed_head__requeued_by_an_operator__the_lane_moves_again(receiver):
     from scheduler.outbox import settle
 

@@ -150,6 +150,7 @@ def undelivered() -> int:
     return one("SELECT count(*) FROM outbox WHERE delivered_at IS NULL")
 
 
+@pytest.mark.requirement("TRM-6")
 @pytest.mark.django_db
 def test_in_place__payloads_reach_the_ledger_as_delivered_over_http__a_terminal_rewritten_by_trm6():
     backlog_run("run-t", kinds=["run.progress", "run.completed"])

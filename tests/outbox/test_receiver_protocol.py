@@ -205,6 +205,7 @@ def test_deliveries_reuse_their_connection_to_a_receiver(receiver):
     assert len(receiver.requests) == 5 and len(ports) == 1  # a token request and four events, one connection
 
 
+@pytest.mark.requirement("OBX-8")
 def test_a_route_cut_before_a_terminal_bound_elsewhere__delivers_the_rest__returns_the_terminal(receiver):
     """OBX-8: the facts before a staged terminal go to the ordinary receiver; the terminal's lease is returned
     unspent (no attempt counted), for the next claim, which starts at it."""

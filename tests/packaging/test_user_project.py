@@ -80,6 +80,7 @@ def _user_env(venv: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.requirement("APP-1")
 def test_the_wheel_holds_the_app_and_nothing_that_collides(environment):
     """APP-1: `scheduler` and its metadata only (no `config`, no tests), its licence, its version."""
     import zipfile
@@ -231,6 +232,7 @@ def _descendants(process: subprocess.Popen) -> list[psutil.Process]:
         return []
 
 
+@pytest.mark.requirement("APP-4", "APP-5")
 def test_a_user_project_installs_migrates_runs_and_stops(project):
     _migrate_and_check(project)
     workers = project.start("scheduler_workers")

@@ -64,7 +64,7 @@ def pytest_sessionfinish(session, exitstatus):
     if LOG.exists():
         EXECUTED.update(LOG.read_text().split())
         LOG.unlink(missing_ok=True)
-    if exitstatus != 0 or not _whole_suite(session):
+    if exitstatus != 0 or not _whole_suite(session) or session.config.option.collectonly:
         return
     never = sorted(set(sql.raw_blocks()) - EXECUTED)
     if os.environ.get("SCHEDULER_TEST_BLOCKS_REPORT"):

@@ -25,6 +25,7 @@ def ref(sandbox_id, org="org-a"):
     return SandboxRef("daytona", sandbox_id, org)
 
 
+@pytest.mark.requirement("PRV-3")
 def test_start__creates_waits_uploads_the_runner_and_starts_it_in_a_session(daytona):
     """PRV-3: the toolbox at the sandbox's toolboxProxyUrl, the runner uploaded by the start itself."""
     fake, provider = daytona

@@ -32,6 +32,7 @@ def create_body(fake) -> dict:
     return next(body for method, path, body in fake.bodies if (method, path) == ("POST", "/api/sandbox"))
 
 
+@pytest.mark.requirement("PRV-1")
 def test_prv1_a_snapshot_sandbox_names_no_resources_and_carries_env_labels_and_no_auto_stop(fake):
     provider(fake, snapshot="daytona-small").start(request())
     body = create_body(fake)
@@ -40,11 +41,13 @@ def test_prv1_a_snapshot_sandbox_names_no_resources_and_carries_env_labels_and_n
     assert fake.sandboxes["dt-1"]["env"] == {"SCHEDULER_API_URL": "http://api"}
 
 
+@pytest.mark.requirement("PRV-1")
 def test_prv1_the_organizations_default_snapshot_when_none_is_set(fake):
     provider(fake).start(request())
     assert "snapshot" not in create_body(fake) and "cpu" not in create_body(fake)
 
 
+@pytest.mark.requirement("PRV-1")
 def test_prv1_a_declarative_build_carries_its_resources(fake):
     provider(fake, dockerfile="FROM python:3.12-slim\n", disk_gb=5).start(request(cpu=1.5, memory_mb=3000))
     body = create_body(fake)
@@ -53,6 +56,7 @@ def test_prv1_a_declarative_build_carries_its_resources(fake):
     assert "snapshot" not in body
 
 
+@pytest.mark.requirement("PRV-2")
 def test_prv2_the_start_reads_until_started_before_it_touches_the_toolbox():
     with FakeDaytona({"key-a": "org-a"}, start_after=3) as fake:
         provider(fake).start(request())
@@ -61,6 +65,7 @@ def test_prv2_the_start_reads_until_started_before_it_touches_the_toolbox():
     assert paths[4] == "/toolbox/dt-1/files/upload"
 
 
+@pytest.mark.requirement("PRV-2")
 @pytest.mark.parametrize("state", ["error", "build_failed"])
 def test_prv2_error_states_end_the_start_with_the_providers_reason_and_name_the_sandbox(fake, state):
     fake.after_create = lambda sandbox: sandbox.update(state=state, errorReason="image pull failed: no such tag")
@@ -71,6 +76,7 @@ def test_prv2_error_states_end_the_start_with_the_providers_reason_and_name_the_
     assert not any(method == "DELETE" for method, _ in fake.requests)
 
 
+@pytest.mark.requirement("PRV-2")
 def test_prv2_a_sandbox_that_never_starts_ends_the_start_at_the_timeout():
     with FakeDaytona({"key-a": "org-a"}, start_after=10**9) as fake:
         with pytest.raises(ProviderError, match=r"did not start within 0.3 s \(last state starting\)") as raised:

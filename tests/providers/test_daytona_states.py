@@ -38,11 +38,13 @@ EXPECTED = {  # state: (what the sweep learns, what a start waiting for it does)
 }
 
 
+@pytest.mark.requirement("PRV-4")
 def test_the_code_knows_exactly_the_documents_states():
     assert set(STATES) == daytona_states.DOCUMENTED == set(EXPECTED)
     assert set(SCHEMAS["SandboxDesiredState"]["enum"]) == daytona_states.DESIRED
 
 
+@pytest.mark.requirement("PRV-4")
 @pytest.mark.parametrize("state", STATES)
 def test_each_documented_state_through_the_api(state):
     with FakeDaytona({"key-a": "org-a"}) as fake:

@@ -97,6 +97,7 @@ def test_the_providers_are_declared_once__registry_constraints_and_settings_foll
         SchedulerSettings.environment({"SCHEDULER_DEFAULT_PROVIDER": "kubernetes"})
 
 
+@pytest.mark.requirement("APP-6")
 def test_app6__a_local_sandbox_imports_the_projects_code(settings, tmp_path):
     """APP-6: the project's BASE_DIR first (a user's `shop.tasks` imports), then the scheduler's own install (the
     runner); SCHEDULER_SANDBOX_PYTHONPATH replaces the first."""

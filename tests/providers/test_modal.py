@@ -96,6 +96,7 @@ def test_modal__start_inspect_delete_read_back():
     assert provider.read_back(ref) is ReadBack.DELETED
 
 
+@pytest.mark.requirement("PRV-5")
 def test_prv5_the_sandbox_lives_as_long_as_its_run_may_never_the_librarys_300_s():
     fake = library()
     provider = ModalProvider(TOKENS, modal_module=fake, default_lifetime=5400)
@@ -106,6 +107,7 @@ def test_prv5_the_sandbox_lives_as_long_as_its_run_may_never_the_librarys_300_s(
     assert CREATE.parameters["timeout"].default == 300  # what an unset timeout would have been
 
 
+@pytest.mark.requirement("PRV-5")
 def test_prv5_the_start_adds_the_runner_to_the_image_and_runs_it_from_there(monkeypatch):
     added = []
     real_add = modal.Image.add_local_dir
@@ -130,6 +132,7 @@ def test_prv5_the_start_adds_the_runner_to_the_image_and_runs_it_from_there(monk
     assert probe.returncode == 0, probe.stderr
 
 
+@pytest.mark.requirement("PRV-5")
 def test_prv5_a_client_that_cannot_connect_is_a_retryable_provider_error():
     provider = ModalProvider(TOKENS, modal_module=library(modal.exception.ConnectionError("token-secret-xyz down")))
     with pytest.raises(ProviderError) as raised:

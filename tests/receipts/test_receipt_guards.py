@@ -23,6 +23,7 @@ MUTATING = {
 }
 
 
+@pytest.mark.requirement("RCP-2")
 @pytest.mark.parametrize("name", sorted(MUTATING))
 def test_a_sys_key_among_many_refuses_the_whole_call_and_sends_nothing(name):
     parked = factories.parked_run()

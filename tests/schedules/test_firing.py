@@ -35,6 +35,7 @@ def hour(h, minute=0):
     return dt.datetime(2026, 1, 1, h, minute, tzinfo=UTC)
 
 
+@pytest.mark.requirement("SCD-2")
 def test_scd2__a_due_slot_launches_its_run_with_the_slots_key__and_the_schedule_moves_on():
     sid = schedule(due=hour(5))
     fired = firing.fire_next(now=hour(5, 0) + dt.timedelta(seconds=3))
@@ -45,6 +46,7 @@ def test_scd2__a_due_slot_launches_its_run_with_the_slots_key__and_the_schedule_
     assert firing.fire_next(now=hour(5, 30)) is None  # the next slot is not due
 
 
+@pytest.mark.requirement("SCD-4")
 def test_scd4__after_a_three_hour_outage__latest_fires_the_most_recent_slot_once():
     sid = schedule(due=hour(5), catch_up="latest")
     firing.run_once(now=hour(8, 20))
@@ -53,6 +55,7 @@ def test_scd4__after_a_three_hour_outage__latest_fires_the_most_recent_slot_once
     assert one("SELECT count(*) FROM runs") == 1
 
 
+@pytest.mark.requirement("SCD-4")
 def test_scd4__skip_fires_none_of_the_missed_slots__the_next_future_one_fires():
     sid = schedule(due=hour(5), catch_up="skip")
     firing.run_once(now=hour(8, 20))
@@ -62,6 +65,7 @@ def test_scd4__skip_fires_none_of_the_missed_slots__the_next_future_one_fires():
     assert fires(sid)[-1] == ("09:00", "launched")
 
 
+@pytest.mark.requirement("SCD-4")
 def test_scd4__all_fires_every_missed_slot_in_order__at_most_100():
     sid = schedule(due=hour(5), catch_up="all")
     firing.run_once(now=hour(8, 20))
@@ -72,6 +76,7 @@ def test_scd4__all_fires_every_missed_slot_in_order__at_most_100():
     assert outcomes == ["skipped_catch_up"] * 21 + ["launched"] * 100
 
 
+@pytest.mark.requirement("SCD-5")
 def test_scd5__overlap_skip__a_slot_whose_previous_run_is_open_is_skipped():
     sid = schedule(due=hour(5), overlap="skip")
     first = firing.fire_next(now=hour(5, 0))
@@ -82,6 +87,7 @@ def test_scd5__overlap_skip__a_slot_whose_previous_run_is_open_is_skipped():
     assert [outcome for _, outcome in fires(sid)] == ["launched", "skipped_overlap", "launched"]
 
 
+@pytest.mark.requirement("SCD-5")
 def test_scd5__overlap_cancel_previous__cancels_the_open_run_and_launches():
     schedule(due=hour(5), overlap="cancel_previous")
     first = firing.fire_next(now=hour(5, 0))
@@ -90,6 +96,7 @@ def test_scd5__overlap_cancel_previous__cancels_the_open_run_and_launches():
     assert one("SELECT status FROM runs WHERE run_id = %s", [first.run_id]) == "cancelled"  # a queued run: at once
 
 
+@pytest.mark.requirement("SCD-2")
 def test_scd2__a_closed_release_is_recorded__and_the_schedule_goes_on():
     admission.set_admission("rel-9", False, 3, None)
     sid = schedule(due=hour(5), template={**TEMPLATE, "launch": {"absurdReleaseId": "rel-9"}})
@@ -97,6 +104,7 @@ def test_scd2__a_closed_release_is_recorded__and_the_schedule_goes_on():
     assert one("SELECT next_fire_at FROM schedules WHERE schedule_id = %s", [sid]) == hour(6)
 
 
+@pytest.mark.requirement("SCD-2")
 def test_scd2__a_template_the_launch_refuses__recorded_refused_with_the_error__the_schedule_goes_on():
     sid = schedule(due=hour(5))
     query("UPDATE schedules SET launch_template = %s", [json.dumps({**TEMPLATE, "maxAttempts": 0})])
@@ -106,6 +114,7 @@ def test_scd2__a_template_the_launch_refuses__recorded_refused_with_the_error__t
     assert one("SELECT next_fire_at FROM schedules") == hour(6)
 
 
+@pytest.mark.requirement("SCD-7")
 @pytest.mark.parametrize("field,spec", [
     ("cron", {"cron": "every hour"}), ("timezone", {"timezone": "Europe/Atlantis"}),
     ("launchTemplate.playName", {"launch_template": {"input": {}}}), ("overlap", {"overlap": "queue"}),
@@ -120,12 +129,14 @@ def test_scd7__a_bad_schedule__refused_naming_the_field__nothing_written(field, 
     assert one("SELECT count(*) FROM schedules") == before
 
 
+@pytest.mark.requirement("SCD-1")
 def test_scd1__a_name_is_unique_per_org():
     schedule(name="nightly")
     with pytest.raises(Conflict):
         schedule(name="nightly")
 
 
+@pytest.mark.requirement("SCD-7")
 def test_scd7__pause_holds_the_slots__resume_goes_on_from_the_next_slot_after_now():
     sid = schedule(due=hour(5))
     assert definitions.set_paused(sid, True)
@@ -135,6 +146,7 @@ def test_scd7__pause_holds_the_slots__resume_goes_on_from_the_next_slot_after_no
     assert fires(sid) == []
 
 
+@pytest.mark.requirement("SCD-6")
 def test_scd6__repair__a_skipped_slot_fires_once__a_second_repair_and_a_launched_slot_do_nothing():
     sid = schedule(due=hour(5), catch_up="skip")
     firing.run_once(now=hour(8, 20))
@@ -148,6 +160,7 @@ def test_scd6__repair__a_skipped_slot_fires_once__a_second_repair_and_a_launched
     assert [row[0] for row in query("SELECT changed FROM operator_actions ORDER BY id")] == [True, False, False]
 
 
+@pytest.mark.requirement("SCD-2")
 def test_scd2__an_idle_tick_says_when_the_next_slot_falls_due__so_the_loop_sleeps_until_then():
     from scheduler.loop import Loop
 
@@ -168,6 +181,7 @@ def test_scd2__an_idle_tick_says_when_the_next_slot_falls_due__so_the_loop_sleep
     assert waits == [0.25]  # the slot, not the 30 s interval
 
 
+@pytest.mark.requirement("SCD-7")
 def test_scd7__a_change_that_unpauses__resumes_from_the_next_slot_after_now_as_resume_does():
     sid = schedule(due=hour(5))
     definitions.set_paused(sid, True)
@@ -177,6 +191,7 @@ def test_scd7__a_change_that_unpauses__resumes_from_the_next_slot_after_now_as_r
     assert one("SELECT next_fire_at FROM schedules") == hour(10)
 
 
+@pytest.mark.requirement("SCD-6")
 @pytest.mark.django_db(transaction=True)
 def test_scd6__a_repair_racing_the_loop_says_it_changed_nothing(monkeypatch):
     """The loop records the slot launched between the repair's lock and its record (no row to lock yet): the repair
@@ -200,6 +215,7 @@ def test_scd6__a_repair_racing_the_loop_says_it_changed_nothing(monkeypatch):
     assert "launched the slot meanwhile" in repaired.outcome
 
 
+@pytest.mark.requirement("SCD-6")
 @pytest.mark.django_db(transaction=True)
 def test_scd6__the_repair_command_end_to_end():
     """`manage.py repair_schedule_fire` in its own process: a skipped slot launches once (exit 0), a second repair

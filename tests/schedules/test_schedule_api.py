@@ -28,6 +28,7 @@ def call(client, method, path, body=None):
     return response.status_code, response.json()
 
 
+@pytest.mark.requirement("SCD-7")
 def test_scd7__create_read_list_change_pause_resume_delete(client):
     status, created = call(client, "post", "/internal/schedules", BODY)
     assert status == 201 and created["nextFireAt"].endswith(("00:30:00Z", "01:30:00Z"))
@@ -44,6 +45,7 @@ def test_scd7__create_read_list_change_pause_resume_delete(client):
     assert call(client, "get", f"/internal/schedules/{sid}")[0] == 404
 
 
+@pytest.mark.requirement("SCD-7")
 @pytest.mark.parametrize("change,field", [
     ({"cron": "*/0 * * * *"}, "cron"), ({"timezone": "Nowhere/City"}, "timezone"), ({"cron": None}, "cron"),
     ({"launchTemplate": {"playName": "not a callable"}}, "launchTemplate.playName"), ({"overlap": 3}, "overlap"),
@@ -56,6 +58,7 @@ def test_scd7__a_bad_schedule__400_naming_the_field__nothing_written(client, cha
     assert factories.table_state() == before and one("SELECT count(*) FROM schedules") == count
 
 
+@pytest.mark.requirement("SCD-7")
 def test_scd7__a_missing_field_and_a_taken_name(client):
     status, answer = call(client, "post", "/internal/schedules", {k: v for k, v in BODY.items() if k != "cron"})
     assert status == 400 and answer["field"] == "cron"
@@ -64,6 +67,7 @@ def test_scd7__a_missing_field_and_a_taken_name(client):
     assert status == 409 and answer["error"] == "schedule_exists"
 
 
+@pytest.mark.requirement("SCD-7")
 def test_scd7__the_schedules_command__add_then_preview_across_the_spring_change(capsys):
     call_command("schedules", "add", "--org", "org-s", "--name", "n", "--cron", "30 2 * * *",
                  "--timezone", "Europe/Berlin", "--template", json.dumps({"playName": "tests.plays:fail"}))
@@ -77,6 +81,7 @@ def test_scd7__the_schedules_command__add_then_preview_across_the_spring_change(
         call_command("schedules", "add", "--org", "org-s", "--name", "m", "--cron", "nope", "--template", "{}")
 
 
+@pytest.mark.requirement("SCD-7")
 def test_scd7__scheduler_up_runs_the_schedule_loop():
     from scheduler.stack.supervisor import worker_children
 
@@ -84,6 +89,7 @@ def test_scd7__scheduler_up_runs_the_schedule_loop():
     assert "run_schedules" in loops["schedules"]
 
 
+@pytest.mark.requirement("SCD-7")
 @pytest.mark.parametrize("cron", ["0 0 */40 * 1#5", "0 0 */31 * 5L"])
 def test_scd7__a_cron_that_never_fires__400_on_create_and_change(client, cron):
     status, answer = call(client, "post", "/internal/schedules", {**BODY, "cron": cron})
@@ -94,6 +100,7 @@ def test_scd7__a_cron_that_never_fires__400_on_create_and_change(client, cron):
     assert one("SELECT cron FROM schedules WHERE schedule_id = %s", [sid]) == "30 2 * * *"
 
 
+@pytest.mark.requirement("SCD-7")
 @pytest.mark.parametrize("path,field", [
     ("/internal/schedules?org=%00", "org"), ("/internal/schedules?org=%20org-s", "org"),
     ("/internal/schedules?limit=0", "limit"), ("/internal/schedules?limit=%C2%B2", "limit"),
@@ -104,6 +111,7 @@ def test_scd7__every_query_parameter_is_checked(client, path, field):
     assert (status, answer["field"]) == (400, field), answer
 
 
+@pytest.mark.requirement("SCD-7")
 @pytest.mark.parametrize("suffix", ["pause", "resume"])
 @pytest.mark.parametrize("spelled", ["%20{sid}", "{sid}%09", "{sid}%FF"])
 def test_scd7__a_path_id_that_is_not_the_id_is_refused_before_anything_is_written(client, suffix, spelled):
@@ -114,6 +122,7 @@ def test_scd7__a_path_id_that_is_not_the_id_is_refused_before_anything_is_writte
     assert factories.table_state() == before
 
 
+@pytest.mark.requirement("SCD-7")
 def test_scd7__one_rule_for_an_org_id_everywhere(client):
     """An org id a launch accepts is one its limits and its schedules accept, and the other way round."""
     longest = "o" * 256
@@ -126,12 +135,14 @@ def test_scd7__one_rule_for_an_org_id_everywhere(client):
     assert call(client, "put", "/internal/orgs/org%FF/limits", {"maxActive": 3})[1]["field"] == "orgId"
 
 
+@pytest.mark.requirement("SCD-7")
 def test_scd7__the_schedule_key_namespace_is_the_schedules_own(client):
     status, answer = call(client, "post", "/internal/runs", {"playName": "tests.plays:fail", "orgId": "org-s",
                                                              "idempotencyKey": "schedule:sch_1:2027-01-01T00:00:00Z"})
     assert (status, answer["field"]) == (400, "idempotencyKey")
 
 
+@pytest.mark.requirement("SCD-7")
 def test_scd7__the_list_pages_with_a_cursor(client):
     made = sorted(call(client, "post", "/internal/schedules", {**BODY, "name": f"s{index:03d}"})[1]["scheduleId"]
                   for index in range(7))

@@ -59,6 +59,7 @@ def _micro(cron, timezone, after, count):
             for slot in itertools.islice(slots.upcoming(cron, timezone, after), count)]
 
 
+@pytest.mark.requirement("SCD-3")
 def test_every_slot_of_the_skipped_hour_fires_once_right_after_the_spring_change():
     """SCD-3 for a cron with several slots in the changed hour: 02:00, 02:20 and 02:40 do not exist on 2027-03-28 in
     Berlin; each fires once at the change (03:00 CEST), a microsecond apart so each has its own fire record."""
@@ -81,6 +82,7 @@ def test_a_slot_after_a_point_inside_the_repeated_hour_is_not_fired_again():
         "2027-10-31T02:00Z", "2027-10-31T02:20Z"]
 
 
+@pytest.mark.requirement("SCD-7")
 @pytest.mark.parametrize("cron", ["0 0 */40 * 1#5", "0 0 */31 * 5L", "0 0 30 2 *"])
 def test_a_cron_that_never_fires__names_the_field(cron):
     """SCD-7: refused at the edge (cronsim gives up on it), never a StopIteration inside a request."""
@@ -89,6 +91,7 @@ def test_a_cron_that_never_fires__names_the_field(cron):
     assert refused.value.field == "cron"
 
 
+@pytest.mark.requirement("SCD-7")
 @pytest.mark.parametrize("zone", ["localtime", "posixrules", "Factory", "posix/Europe/Berlin", "right/UTC"])
 def test_only_iana_zones(zone):
     """SCD-7: files of the zone database that are not IANA zones are refused."""

@@ -15,6 +15,7 @@ def _check(scratch_db, *args, **env):
     return run_manage("check_scheduler_schema", *args, database_url_value=scratch_db.url, **env)
 
 
+@pytest.mark.requirement("SCH-1")
 def test_fresh_database__migrate_then_check__ready(scratch_db):
     migrated = run_manage("migrate", "--no-input", database_url_value=scratch_db.url)
     assert migrated.returncode == 0, migrated.stderr
@@ -26,6 +27,7 @@ def test_fresh_database__migrate_then_check__ready(scratch_db):
     assert version == [(64,)]
 
 
+@pytest.mark.requirement("SCH-2")
 def test_fresh_database__v64_column_dropped__check_names_it_and_exclusion_passes(scratch_db):
     assert run_manage("migrate", "--no-input", database_url_value=scratch_db.url).returncode == 0
     with scratch_db.connect(autocommit=True) as conn:
@@ -62,6 +64,7 @@ def _v63_tables():
     return importlib.import_module("scheduler.migrations.0001_initial").V63_TABLES
 
 
+@pytest.mark.requirement("SCH-2")
 def test_adoption__v63_database_with_rows__migrate_keeps_rows_and_adds_column(scratch_db):
     with scratch_db.connect(autocommit=True) as conn:
         conn.execute("CREATE SCHEMA runtime_scheduler")
@@ -184,6 +187,7 @@ def test_invalid_schema_name__refused_at_start_up(scratch_db, bad_name):
     assert "SCHEDULER_SCHEMA must be a plain lower-case identifier" in result.stderr
 
 
+@pytest.mark.requirement("SCH-4")
 def test_shape_check__a_wrong_type_a_lost_default_a_missing_constraint_and_function__each_named(scratch_db):
     """SCH-4: ready only when every column has its type, nullability and default, and every constraint and
     function exists; each drift is listed and the exit status is 1."""
@@ -200,6 +204,7 @@ def test_shape_check__a_wrong_type_a_lost_default_a_missing_constraint_and_funct
         assert problem in checked.stdout, checked.stdout
 
 
+@pytest.mark.requirement("SCH-6")
 @pytest.mark.django_db(transaction=True)
 def test_deploy_lock__holds_the_60_second_statement_timeout__and_leaves_none_behind():
     """SCH-6: schema init and expansion run with a 60 s statement timeout, set for the deploy only."""

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.django_db
 UTILITY = ("CREATE", "SET", "DO", "ALTER", "NOTIFY", "LISTEN", "UNLISTEN", "RESET", "DROP", "LOCK")
 
 
+@pytest.mark.requirement("APP-2")
 def test_every_statement_resolves_with_a_search_path_without_the_schema():
     """PREPARE resolves every table and function a statement names; with only pg_catalog on the path, an
     unqualified name in any block (or any fragment it expands) is an error."""
@@ -44,6 +45,7 @@ def test_every_model_reads_with_a_search_path_without_the_schema():
         assert cursor.fetchone()[0] == "pg_catalog"
 
 
+@pytest.mark.requirement("APP-2")
 def test_migrate_with_a_plain_search_path_leaves_public_alone(scratch_db):
     """A user's connection (search_path "$user", public, no options copied from here): the scheduler's tables,
     functions and triggers go to its schema, Django's own tables stay in public beside the user's table."""

@@ -60,6 +60,7 @@ def test_discovery__recorded_terminal__offered_for_settlement():
     assert [(r["work"], r["run_id"]) for r in rows] == [("settle", parked.run_id)]
 
 
+@pytest.mark.requirement("SWP-2")
 def test_discovery__per_provider_pages__a_deep_daytona_backlog_does_not_starve_others():
     with_daytona = [stale_run("daytona", routing_domain="org") for _ in range(5)]
     # 500 more daytona candidates, inserted in bulk with run ids that sort first.

@@ -47,6 +47,7 @@ def provider(monkeypatch):
     return fake
 
 
+@pytest.mark.requirement("SWP-3")
 def test_gone_sandbox__runner_lost_verdict_then_retry(provider):
     parked = factories.parked_run(heartbeat_timeout_ms=1000)
     result = liveness.run_once(now=LATER)
@@ -57,6 +58,7 @@ def test_gone_sandbox__runner_lost_verdict_then_retry(provider):
     assert one("SELECT count(*) FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [parked.run_id]) == 1
 
 
+@pytest.mark.requirement("SWP-3")
 def test_live_sandbox__left_alone(provider):
     parked = factories.parked_run(heartbeat_timeout_ms=1000)
     provider.answers[parked.sandbox_id] = Inspection.RUNNING
@@ -65,12 +67,14 @@ def test_live_sandbox__left_alone(provider):
     assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "waiting"
 
 
+@pytest.mark.requirement("SWP-3")
 def test_unknown_answer__no_verdict(provider):
     parked = factories.parked_run(heartbeat_timeout_ms=1000)
     provider.answers[parked.sandbox_id] = Inspection.UNKNOWN
     assert liveness.run_once(now=LATER).counts["verdicts"] == 0
 
 
+@pytest.mark.requirement("SWP-5")
 def test_recorded_terminal__settled_by_the_sweep(provider):
     parked = factories.parked_run()
     factories.recorded_unsettled(parked.run_id, 1, factories.completed_result())
@@ -90,6 +94,7 @@ def test_dispatcher_died_between_claim_and_park__dispatch_lost_and_claimed_again
     assert factories.claim(run_id).attempt == claimed.attempt + 1
 
 
+@pytest.mark.requirement("CLN-1")
 def test_dispatcher_died_between_start_and_park__its_sandbox_gets_a_cleanup_obligation(provider):
     """CLN-1: a sandbox whose attempt never parked."""
     run_id = factories.launch()
@@ -126,6 +131,7 @@ def test_a_claim_that_parked_after_the_listing__no_verdict_and_no_obligation_for
     assert one("SELECT count(*) FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [parked.run_id]) == 0
 
 
+@pytest.mark.requirement("RUN-9", "SWP-4")
 @pytest.mark.parametrize("moved", ["heartbeat", "cancel"])
 def test_an_expired_claim__a_heartbeat_or_a_cancel_after_the_listing__no_dispatch_lost(moved):
     """RUN-9 with SWP-4's fences: the recovery is fenced on the heartbeat identity it read and no queued cancel."""
@@ -173,6 +179,7 @@ def test_cancel_on_a_dead_runner__cancelled_after_timeout_with_cleanup_obligatio
     assert one("SELECT count(*) FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [parked.run_id]) == 1
 
 
+@pytest.mark.requirement("SWP-7")
 def test_passed_wait_deadline__wait_deadline_exceeded_without_asking_the_provider(provider):
     parked = factories.parked_run(heartbeat_timeout_ms=3_600_000, max_attempts=3)
     query("UPDATE runs SET wait_deadline = now() - interval '1 second' WHERE run_id = %s", [parked.run_id])
@@ -217,6 +224,7 @@ def test_unreconciled_sandbox__provider_unreachable__kept_for_the_next_tick(prov
     assert one("SELECT count(*) FROM control WHERE key LIKE 'sandbox_unreconciled:%%'") == 0
 
 
+@pytest.mark.requirement("RUN-10")
 def test_cancel_ignored_by_a_runner_that_keeps_heartbeating__settled_a_timeout_after_the_cancel(provider):
     """RUN-10 is timed from the cancel's queueing: fresh heartbeats do not postpone it for ever."""
     parked = factories.parked_run(heartbeat_timeout_ms=1000)
@@ -228,6 +236,7 @@ def test_cancel_ignored_by_a_runner_that_keeps_heartbeating__settled_a_timeout_a
     assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "cancelled"
 
 
+@pytest.mark.requirement("RUN-10")
 def test_cancels_of_ended_runs__marked_by_the_sweep_and_read_no_more_while_open_ones_stay(provider):
     """RUN-10 at the cost of what is open: a cancel's key stays (it is the cancel), its run's end is marked."""
     parked = factories.parked_run(heartbeat_timeout_ms=1000)
@@ -246,6 +255,7 @@ def test_cancels_of_ended_runs__marked_by_the_sweep_and_read_no_more_while_open_
     assert one("SELECT value_json ? 'runEndedAt' FROM control WHERE key = %s", [f"runtime_cancel:{parked.run_id}"])
 
 
+@pytest.mark.requirement("SWP-6")
 def test_one_structured_log_line_per_action(provider, caplog):
     """SWP-6: each action the sweep takes is one line naming it, its run and attempt; nothing else is logged."""
     recorded = factories.parked_run()

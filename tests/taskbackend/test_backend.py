@@ -34,6 +34,7 @@ def task_settings(settings):
     settings.TASKS = TEST_TASKS
 
 
+@pytest.mark.requirement("TSK-4")
 def test_the_flags_say_what_the_backend_keeps():
     """TSK-4: get_result, defer (run_after), priority and coroutine tasks are all supported."""
     backend = task_backends["default"]
@@ -42,6 +43,7 @@ def test_the_flags_say_what_the_backend_keeps():
             backend.supports_async_task) == (True, True, True, True)
 
 
+@pytest.mark.requirement("TSK-1")
 def test_enqueue_is_a_launch__the_task_is_the_play_and_its_arguments_the_input():
     """TSK-1: one queued run whose play names module:function and the settings module, input {args, kwargs}."""
     result = tasks.echo.using(priority=7).enqueue(1, "two", three=[3])
@@ -56,6 +58,7 @@ def test_enqueue_is_a_launch__the_task_is_the_play_and_its_arguments_the_input()
     assert result.status == TaskResultStatus.READY and result.enqueued_at is not None
 
 
+@pytest.mark.requirement("TSK-1")
 @pytest.mark.parametrize("args,kwargs,why", [
     ([dt.date(2026, 1, 1)], {}, "Unsupported type"),
     ([math.nan], {}, "NaN"),
@@ -72,6 +75,7 @@ def test_arguments_json_cannot_carry_are_refused_at_enqueue_and_nothing_is_writt
     assert one("SELECT count(*) FROM runs") == 0
 
 
+@pytest.mark.requirement("TSK-2")
 def test_a_task_enqueued_in_a_transaction_that_rolls_back_never_runs():
     """TSK-2: the run is written on the caller's connection, inside its transaction."""
     with pytest.raises(RuntimeError), transaction.atomic():
@@ -86,6 +90,7 @@ def test_a_task_enqueued_in_a_transaction_that_rolls_back_never_runs():
         task_backends["default"].get_result(rolled_back.id)
 
 
+@pytest.mark.requirement("TSK-3", "TSK-5")
 def test_a_task_runs_in_its_sandbox_and_get_result_reads_it_from_another_process(local_sandboxes):
     """TSK-3, TSK-5: the return value, the times and one worker id per attempt, read by a separate process."""
     result = finish(tasks.echo.enqueue(5, word="six"))
@@ -105,11 +110,13 @@ def test_a_task_runs_in_its_sandbox_and_get_result_reads_it_from_another_process
         result.finished_at.isoformat()]
 
 
+@pytest.mark.requirement("TSK-4")
 def test_an_async_task_is_awaited_in_its_sandbox(local_sandboxes):
     """TSK-4: a coroutine function's result is what it returned after awaiting."""
     assert finish(tasks.add_later.enqueue(20, 22)).return_value == 42
 
 
+@pytest.mark.requirement("TSK-3")
 def test_a_task_that_raises_fails_with_its_exception_class_and_traceback(local_sandboxes):
     """TSK-3: one TaskError naming the exception's class, whose traceback ends with the exception's line."""
     result = finish(tasks.failing_task_value_error.enqueue())
@@ -120,6 +127,7 @@ def test_a_task_that_raises_fails_with_its_exception_class_and_traceback(local_s
     assert "tests/taskbackend/tasks.py" in error.traceback
 
 
+@pytest.mark.requirement("APP-7")
 def test_task_started_and_task_finished_are_sent_in_the_sandbox_around_the_call(local_sandboxes, tmp_path):
     """APP-7: Django's signals reach receivers in the sandbox (and so Django's own RUNNING/SUCCESSFUL/FAILED log
     lines), with the backend as sender and the result as it stands: RUNNING, then SUCCESSFUL or FAILED."""
@@ -140,6 +148,7 @@ def test_task_started_and_task_finished_are_sent_in_the_sandbox_around_the_call(
     assert raised.status == TaskResultStatus.FAILED and raised.errors[0].exception_class is ValueError
 
 
+@pytest.mark.requirement("TSK-4", "TSK-5")
 def test_a_task_whose_runner_is_sigkilled_is_retried_and_its_result_read_once(local_sandboxes, tmp_path):
     """TSK-5 (and TSK-4's context): attempt 1's sandbox is killed; the sweep judges it lost; attempt 2 finishes."""
     folder = tmp_path / "hold"
@@ -164,6 +173,7 @@ def test_a_task_whose_runner_is_sigkilled_is_retried_and_its_result_read_once(lo
     assert one("SELECT count(*) FROM outbox WHERE run_id = %s AND event_type = 'run.completed'", [result.id]) == 1
 
 
+@pytest.mark.requirement("FSH-3", "TSK-4")
 def test_priority_orders_an_orgs_tasks():
     """TSK-4 (FSH-3): of one org's queued tasks the higher priority is claimed first, though enqueued later."""
     low = tasks.noop_task.using(priority=-5).enqueue()
@@ -173,6 +183,7 @@ def test_priority_orders_an_orgs_tasks():
     assert task_backends["default"].get_result(high.id).status == TaskResultStatus.RUNNING
 
 
+@pytest.mark.requirement("FSH-7", "TSK-4")
 def test_run_after_defers_a_task_until_then():
     """TSK-4 (FSH-7): a task enqueued with run_after is not claimed before it."""
     later = tasks.noop_task.using(run_after=dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).enqueue()
@@ -182,6 +193,7 @@ def test_run_after_defers_a_task_until_then():
     assert task_backends["default"].get_result(later.id).task.run_after is not None
 
 
+@pytest.mark.requirement("TSK-1")
 def test_the_system_check_names_bad_options_and_unconfigured_providers(settings):
     """TSK-1: OPTIONS are checked at start-up, not at the first enqueue."""
     settings.TASKS = {"default": {"BACKEND": "scheduler.tasks.SchedulerBackend", "QUEUES": ["default", "gpu", "io"],
@@ -201,6 +213,7 @@ def test_the_system_check_names_bad_options_and_unconfigured_providers(settings)
     assert task_backends["default"].check() == []
 
 
+@pytest.mark.requirement("TSK-1")
 def test_a_queues_options_are_its_launch_defaults(settings):
     """TSK-1: OPTIONS['queues'] maps a queue to its provider, attempts and concurrency key."""
     settings.TASKS = {"default": {"BACKEND": "scheduler.tasks.SchedulerBackend", "QUEUES": ["default", "gpu"],
@@ -213,6 +226,7 @@ def test_a_queues_options_are_its_launch_defaults(settings):
     assert row == ["acme", 2, "gpu", 4, 5000]
 
 
+@pytest.mark.requirement("TSK-5")
 def test_a_tasks_durable_steps__sigkilled_after_the_first__the_retry_runs_only_the_rest(local_sandboxes, tmp_path):
     """TSK-5: `scheduler.sandbox.steps.step` inside a task: attempt 1 finishes step one and is SIGKILLed; the sweep
     judges it lost; attempt 2 returns step one's stored output and runs step two only."""

@@ -59,6 +59,7 @@ def _errors(result) -> list[str]:
     return [record for record in sandbox_log_records(result) if " ERROR django.tasks " in record.split("\n", 1)[0]]
 
 
+@pytest.mark.requirement("TSK-6")
 def test_using_correct_backend():
     assert default_task_backend == task_backends["default"]
     assert isinstance(task_backends["default"], SchedulerBackend)
@@ -66,6 +67,7 @@ def test_using_correct_backend():
     assert default_task_backend.options == TEST_TASKS["default"]["OPTIONS"]
 
 
+@pytest.mark.requirement("TSK-6")
 @pytest.mark.parametrize("task_function", [test_tasks.noop_task, test_tasks.noop_task_async])
 def test_enqueue_task(local_sandboxes, task_function):
     result = finish(task_function.enqueue(1, two=3))
@@ -76,6 +78,7 @@ def test_enqueue_task(local_sandboxes, task_function):
     assert (result.args, result.kwargs, result.attempts) == ([1], {"two": 3}, 1)
 
 
+@pytest.mark.requirement("TSK-6")
 @pytest.mark.parametrize("task_function", [test_tasks.noop_task, test_tasks.noop_task_async])
 def test_enqueue_task_async(local_sandboxes, task_function):
     async def case():
@@ -89,6 +92,7 @@ def test_enqueue_task_async(local_sandboxes, task_function):
     assert (result.args, result.kwargs, result.attempts) == ([], {}, 1)
 
 
+@pytest.mark.requirement("TSK-6")
 @pytest.mark.parametrize("task_function,exception,message", [
     (test_tasks.failing_task_value_error, ValueError, "This Task failed due to ValueError"),
     (test_tasks.failing_task_system_exit, SystemExit, "This Task failed due to SystemExit"),
@@ -108,6 +112,7 @@ def test_catches_exception(local_sandboxes, task_function, exception, message):
     assert (result.args, result.kwargs) == ([], {})
 
 
+@pytest.mark.requirement("TSK-6")
 def test_complex_exception(local_sandboxes):
     result = finish(test_tasks.complex_exception.enqueue())
     assert _errors(result)
@@ -122,6 +127,7 @@ def test_complex_exception(local_sandboxes):
     assert (result.args, result.kwargs) == ([], {})
 
 
+@pytest.mark.requirement("TSK-6")
 def test_complex_return_value(local_sandboxes):
     result = finish(test_tasks.complex_return_value.enqueue())
     assert _errors(result)
@@ -132,12 +138,14 @@ def test_complex_return_value(local_sandboxes):
     assert "Unsupported type" in result.errors[0].traceback
 
 
+@pytest.mark.requirement("TSK-6")
 def test_result(local_sandboxes):
     result = finish(default_task_backend.enqueue(test_tasks.calculate_meaning_of_life, [], {}))
     assert result.status == TaskResultStatus.SUCCESSFUL
     assert result.return_value == 42
 
 
+@pytest.mark.requirement("TSK-6")
 def test_result_async(local_sandboxes):
     async def case():
         return await default_task_backend.aenqueue(test_tasks.calculate_meaning_of_life, [], {})
@@ -154,6 +162,7 @@ def _logged(caplog, result) -> list[str]:
     return here + sandbox_log_records(result)
 
 
+@pytest.mark.requirement("TSK-6")
 def test_enqueue_logs(local_sandboxes, caplog):
     caplog.set_level(logging.DEBUG, logger="django.tasks")
     result = finish(test_tasks.noop_task.enqueue())
@@ -164,6 +173,7 @@ def test_enqueue_logs(local_sandboxes, caplog):
     assert "state=SUCCESSFUL" in captured[2] and result.id in captured[2]
 
 
+@pytest.mark.requirement("TSK-6")
 def test_failed_logs(local_sandboxes, caplog):
     caplog.set_level(logging.DEBUG, logger="django.tasks")
     result = finish(test_tasks.failing_task_value_error.enqueue())
@@ -173,6 +183,7 @@ def test_failed_logs(local_sandboxes, caplog):
     assert "state=FAILED" in captured[2] and result.id in captured[2]
 
 
+@pytest.mark.requirement("TSK-6")
 def test_successful_task_no_none_in_logs(local_sandboxes, caplog):
     caplog.set_level(logging.DEBUG, logger="django.tasks")
     result = finish(test_tasks.noop_task.enqueue())
@@ -181,16 +192,19 @@ def test_successful_task_no_none_in_logs(local_sandboxes, caplog):
         assert "None" not in log_output
 
 
+@pytest.mark.requirement("TSK-6")
 def test_takes_context(local_sandboxes):
     result = finish(test_tasks.get_task_id.enqueue())
     assert result.return_value == result.id
 
 
+@pytest.mark.requirement("TSK-6")
 def test_context(local_sandboxes):
     result = finish(test_tasks.check_context.enqueue(1))
     assert result.status == TaskResultStatus.SUCCESSFUL
 
 
+@pytest.mark.requirement("TSK-6")
 def test_validate_on_enqueue(settings):
     task_with_custom_queue_name = test_tasks.noop_task.using(queue_name="unknown_queue")
     settings.TASKS = {"default": {**TEST_TASKS["default"], "QUEUES": ["queue-1"]}}
@@ -198,6 +212,7 @@ def test_validate_on_enqueue(settings):
         task_with_custom_queue_name.enqueue()
 
 
+@pytest.mark.requirement("TSK-6")
 def test_validate_on_aenqueue(settings):
     task_with_custom_queue_name = test_tasks.noop_task.using(queue_name="unknown_queue")
     settings.TASKS = {"default": {**TEST_TASKS["default"], "QUEUES": ["queue-1"]}}

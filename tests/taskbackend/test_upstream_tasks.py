@@ -52,11 +52,13 @@ def task_settings(settings):
     settings.USE_TZ = True
 
 
+@pytest.mark.requirement("TSK-6")
 def test_using_correct_backend():
     assert default_task_backend == task_backends["default"]
     assert isinstance(task_backends["default"], SchedulerBackend)
 
 
+@pytest.mark.requirement("TSK-6")
 def test_enqueue_task():
     result = test_tasks.noop_task.enqueue()
     assert result.status == TaskResultStatus.READY
@@ -65,6 +67,7 @@ def test_enqueue_task():
     assert default_task_backend.get_result(result.id) == result
 
 
+@pytest.mark.requirement("TSK-6")
 def test_enqueue_task_async():
     async def case():
         result = await test_tasks.noop_task.aenqueue()
@@ -76,11 +79,13 @@ def test_enqueue_task_async():
     async_to_sync(case)()
 
 
+@pytest.mark.requirement("TSK-6")
 def test_enqueue_with_invalid_argument():
     with pytest.raises(TypeError, match="Unsupported type"):
         test_tasks.noop_task.enqueue(dt.datetime.now())
 
 
+@pytest.mark.requirement("TSK-6")
 def test_aenqueue_with_invalid_argument():
     async def case():
         with pytest.raises(TypeError, match="Unsupported type"):
@@ -89,18 +94,21 @@ def test_aenqueue_with_invalid_argument():
     async_to_sync(case)()
 
 
+@pytest.mark.requirement("TSK-6")
 def test_using_priority():
     assert test_tasks.noop_task.priority == 0
     assert test_tasks.noop_task.using(priority=1).priority == 1
     assert test_tasks.noop_task.priority == 0
 
 
+@pytest.mark.requirement("TSK-6")
 def test_using_queue_name():
     assert test_tasks.noop_task.queue_name == DEFAULT_TASK_QUEUE_NAME
     assert test_tasks.noop_task.using(queue_name="queue_1").queue_name == "queue_1"
     assert test_tasks.noop_task.queue_name == DEFAULT_TASK_QUEUE_NAME
 
 
+@pytest.mark.requirement("TSK-6")
 def test_using_run_after():
     now = timezone.now()
     assert test_tasks.noop_task.run_after is None
@@ -108,6 +116,7 @@ def test_using_run_after():
     assert test_tasks.noop_task.run_after is None
 
 
+@pytest.mark.requirement("TSK-6")
 def test_refresh_result():
     async def enqueue_and_refresh():
         result = await test_tasks.noop_task.aenqueue()
@@ -121,11 +130,13 @@ def test_refresh_result():
     assert dataclasses.asdict(result) == original
 
 
+@pytest.mark.requirement("TSK-6")
 def test_naive_datetime():
     with pytest.raises(InvalidTask, match="run_after must be an aware datetime."):
         test_tasks.noop_task.using(run_after=dt.datetime.now())
 
 
+@pytest.mark.requirement("TSK-6")
 def test_invalid_priority():
     message = f"priority must be a whole number between {TASK_MIN_PRIORITY} and {TASK_MAX_PRIORITY}."
     for priority in (-101, 101, 3.1):
@@ -136,6 +147,7 @@ def test_invalid_priority():
     test_tasks.noop_task.using(priority=0)
 
 
+@pytest.mark.requirement("TSK-6")
 def test_unknown_queue_name():
     with pytest.raises(InvalidTask, match="Queue 'queue-2' is not valid for backend."):
         test_tasks.noop_task.using(queue_name="queue-2")
@@ -143,11 +155,13 @@ def test_unknown_queue_name():
     assert test_tasks.noop_task.using(queue_name="queue-2", backend="immediate").queue_name == "queue-2"
 
 
+@pytest.mark.requirement("TSK-6")
 def test_get_result():
     result = default_task_backend.enqueue(test_tasks.noop_task, (), {})
     assert test_tasks.noop_task.get_result(result.id) == result
 
 
+@pytest.mark.requirement("TSK-6")
 def test_get_result_async():
     async def case():
         result = await default_task_backend.aenqueue(test_tasks.noop_task, (), {})
@@ -156,6 +170,7 @@ def test_get_result_async():
     async_to_sync(case)()
 
 
+@pytest.mark.requirement("TSK-6")
 def test_get_missing_result():
     with pytest.raises(TaskResultDoesNotExist):  # outside the event loop: see the module's docstring
         test_tasks.noop_task.get_result("123")
@@ -167,12 +182,14 @@ def test_get_missing_result():
     async_to_sync(case)()
 
 
+@pytest.mark.requirement("TSK-6")
 def test_get_incorrect_result():
     result = default_task_backend.enqueue(test_tasks.noop_task_async, (), {})
     with pytest.raises(TaskResultMismatch, match="Task does not match"):
         test_tasks.noop_task.get_result(result.id)
 
 
+@pytest.mark.requirement("TSK-6")
 def test_get_incorrect_result_async():
     async def case():
         result = await default_task_backend.aenqueue(test_tasks.noop_task_async, (), {})
@@ -189,17 +206,20 @@ def _nested():
     return inner
 
 
+@pytest.mark.requirement("TSK-6")
 def test_invalid_function():
     for invalid_function in [any, _nested()]:
         with pytest.raises(InvalidTask, match="Task function must be defined at a module level."):
             task()(invalid_function)
 
 
+@pytest.mark.requirement("TSK-6")
 def test_name():
     assert test_tasks.noop_task.name == "noop_task"
     assert test_tasks.noop_task_async.name == "noop_task_async"
 
 
+@pytest.mark.requirement("TSK-6")
 def test_module_path():
     assert test_tasks.noop_task.module_path == "tests.taskbackend.tasks.noop_task"
     assert test_tasks.noop_task_async.module_path == "tests.taskbackend.tasks.noop_task_async"
@@ -207,20 +227,24 @@ def test_module_path():
     assert import_string(test_tasks.noop_task_async.module_path) is test_tasks.noop_task_async
 
 
+@pytest.mark.requirement("TSK-6")
 def test_pickle_task():
     assert pickle.loads(pickle.dumps(test_tasks.noop_task)) == test_tasks.noop_task
 
 
+@pytest.mark.requirement("TSK-6")
 def test_pickle_task_result():
     result = test_tasks.noop_task.enqueue()
     assert pickle.loads(pickle.dumps(result)) == result
 
 
+@pytest.mark.requirement("TSK-6")
 def test_takes_context_without_taking_context():
     with pytest.raises(InvalidTask, match="Task takes context but does not have a first argument of 'context'."):
         task(takes_context=True)(test_tasks.calculate_meaning_of_life.func)
 
 
+@pytest.mark.requirement("TSK-6")
 def test_run_after_in_decorator():
     with pytest.raises(TypeError, match="run_after cannot be defined statically with the @task decorator."):
         task(run_after=timezone.now())(test_tasks.calculate_meaning_of_life.func)

@@ -22,6 +22,7 @@ def _terminal_payload(stats=None, output=None, performance_supported=True, body_
     return loads(one("SELECT payload_json FROM outbox WHERE event_id = %s", [f"{parked.run_id}:run.completed"]))
 
 
+@pytest.mark.requirement("TRM-5")
 def test_supported__valid_resources__bound_to_the_attempt():
     payload = _terminal_payload({"runtimeResources": RESOURCES})
     assert payload["terminalRuntimePerformance"] == {**RESOURCES, "attempt": 1}
@@ -55,6 +56,7 @@ def test_no_runtime_resources__neither_fact_nor_reason__both_keys_null():
     assert payload["terminalRuntimePerformanceUnavailableReason"] is None
 
 
+@pytest.mark.requirement("TRM-5")
 def test_play_output_metadata__never_a_source():
     payload = _terminal_payload(stats=None, output={"metadata": {"runtimeResources": RESOURCES}, "stats": {"runtimeResources": RESOURCES}})
     assert payload["terminalRuntimePerformance"] is None

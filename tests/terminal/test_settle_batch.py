@@ -96,6 +96,7 @@ def test_swept_losses_settled_in_one_batch__each_fenced_on_its_own_heartbeat_ide
     assert factories.one("SELECT status FROM runs WHERE run_id = %s", [moved_on.run_id]) == "waiting"
 
 
+@pytest.mark.requirement("TRM-4")
 def test_a_null_lease_token__never_passes_the_lease_fence__nothing_recorded_or_settled():
     """TRM-4: the statement itself refuses a null lease, not only the API in front of it."""
     parked = factories.parked_run()

@@ -30,6 +30,7 @@ def _loss(parked, identity, attempt=1):
                                        {"verdict": "runner_lost"})
 
 
+@pytest.mark.requirement("TRM-1")
 def test_record__first_write_wins__result_and_log_never_overwritten():
     parked = factories.parked_run(run_log_store="planet_scale")
     first = _settle(parked, factories.completed_result({"n": 1}), {"from": "first"})
@@ -40,6 +41,7 @@ def test_record__first_write_wins__result_and_log_never_overwritten():
     assert result["output"] == {"n": 1} and log == {"from": "first"}
 
 
+@pytest.mark.requirement("TRM-1")
 def test_record__a_second_result_on_a_recorded_unsettled_attempt__overwrites_neither_result_nor_log():
     parked = factories.parked_run(run_log_store="planet_scale")
     factories.recorded_unsettled(parked.run_id, 1, factories.completed_result({"n": 1}), {"from": "first"})
@@ -65,6 +67,7 @@ def test_record__unknown_attempt__false_and_nothing_invented():
     assert one("SELECT count(*) FROM attempts WHERE run_id = %s", [parked.run_id]) == 1
 
 
+@pytest.mark.requirement("TRM-3")
 def test_synthetic_loss__matching_identity_records__stale_identity_refused():
     parked = factories.parked_run()
     query("UPDATE attempts SET heartbeat_at = '2026-01-01T00:00:00.000001Z' WHERE run_id = %s", [parked.run_id])
@@ -80,6 +83,7 @@ def test_synthetic_loss__null_identity_means_no_heartbeat_ever():
     assert _loss(parked, None) == liveness.LossRecord(True, True)
 
 
+@pytest.mark.requirement("TRM-3")
 def test_heartbeat_one_microsecond_later__defeats_synthetic_loss_with_older_identity():
     from scheduler.runs import lifecycle
 
@@ -92,6 +96,7 @@ def test_heartbeat_one_microsecond_later__defeats_synthetic_loss_with_older_iden
     assert _result_and_log(parked.run_id)[0] is None
 
 
+@pytest.mark.requirement("TRM-2")
 def test_synthetic_loss__after_a_real_result__reports_recorded_without_overwriting():
     """TRM-2's "already recorded -> true" branch: the identity no longer matters, nothing is overwritten."""
     parked = factories.parked_run()
@@ -116,6 +121,7 @@ def test_synthetic_loss__a_queued_cancel_or_a_newer_attempt__records_nothing():
     assert _loss(newer, None) == liveness.LossRecord(False, False)
 
 
+@pytest.mark.requirement("CLN-1", "TRM-4")
 def test_settle__completed__attempt_run_billing_cleanup_and_fact_in_one_go():
     """TRM-4 with CLN-1: the settling statement leaves the sandbox's cleanup obligation."""
     parked = factories.parked_run(provider="daytona", routing_domain="org-a")
@@ -181,6 +187,7 @@ def test_ingest__unknown_attempt_404__lease_mismatch_409():
     assert _result_and_log(parked.run_id)[0] is None
 
 
+@pytest.mark.requirement("TRM-7")
 def test_recorded_terminals__per_release_lane_with_the_current_suspension():
     """TRM-7."""
     in_lane = factories.parked_run(launch={"absurdReleaseId": "rel-a"})
