@@ -26,9 +26,15 @@ from scheduler.setting_text import as_text, parsed_once
 T = TypeVar("T")
 
 SCHEMA_VERSION = 64
-PROJECT_DIR = Path(__file__).resolve().parent.parent
 PLAN_CACHE_MODES = ("auto", "force_generic_plan", "force_custom_plan")
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
+def project_import_root() -> str:
+    """Where the running project's modules import from: its manage.py's directory, else the working directory."""
+    import sys
+
+    return os.path.abspath(sys.path[0] or os.getcwd())
 
 
 def _refuse(message: str):

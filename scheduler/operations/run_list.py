@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 from dataclasses import dataclass
 
-from scheduler import db
+from scheduler import db, keyset
 from scheduler.conf import scheduler_settings
 from scheduler.errors import InvalidInput
 
@@ -23,27 +22,20 @@ class RunFilter:
     queued_because: str | None = None  # FSH-9: only queued runs waiting for this reason
 
 
-def encode_cursor(created_at: dt.datetime, run_id: str) -> str:
-    return base64.urlsafe_b64encode(f"{created_at.isoformat()}|{run_id}".encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[dt.datetime, str]:
-    try:
-        created_at, run_id = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split("|", 1)
-        return dt.datetime.fromisoformat(created_at), run_id
-    except (ValueError, UnicodeDecodeError):
-        raise InvalidInput("cursor is not one this API gave out", field="cursor") from None
-
-
 def page(filters: RunFilter, *, cursor: str | None = None, limit: int = 50) -> tuple[list[dict], str | None]:
     """One page of runs and the cursor of the next one (None on the last page)."""
-    created, run_id = decode_cursor(cursor) if cursor else (None, None)
-    rows = db.fetch_all("runs_list_page", {
+    created, run_id = _after(cursor) if cursor else (None, None)
+    return keyset.page(lambda size: db.fetch_all("runs_list_page", {
         "status": filters.status, "org_id": filters.org_id, "release_id": filters.release_id,
         "play_name": filters.play_name, "created_after": filters.created_after,
         "queued_because": filters.queued_because, "default_max_active": scheduler_settings.org_max_active,
-        "cursor_created_at": created, "cursor_run_id": run_id, "limit": min(limit, MAX_PAGE) + 1,
-    })
-    more = len(rows) > min(limit, MAX_PAGE)
-    rows = rows[:min(limit, MAX_PAGE)]
-    return rows, encode_cursor(rows[-1]["created_at"], rows[-1]["run_id"]) if more else None
+        "cursor_created_at": created, "cursor_run_id": run_id, "limit": size,
+    }), limit, MAX_PAGE, lambda row: (row["created_at"].isoformat(), row["run_id"]))
+
+
+def _after(cursor: str) -> tuple[dt.datetime, str]:
+    created_at, run_id = keyset.decode(cursor, 2)
+    try:
+        return dt.datetime.fromisoformat(created_at), run_id
+    except ValueError:
+        raise InvalidInput("cursor is not one this API gave out", field="cursor") from None

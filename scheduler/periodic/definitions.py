@@ -6,7 +6,6 @@ template is checked exactly as a launch body, so a schedule that was accepted ca
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import itertools
 import json
@@ -15,7 +14,7 @@ from dataclasses import dataclass
 
 import psycopg
 
-from scheduler import db, validation
+from scheduler import db, keyset, validation
 from scheduler.errors import Conflict, InvalidInput, NotFound
 from scheduler.kinds import ScheduleCatchUp, ScheduleOverlap, values
 from scheduler.runs import launch_body
@@ -122,23 +121,9 @@ def listed(org_id: str | None = None, limit: int = MAX_PAGE, after: tuple[str, s
 
 def page(org_id: str | None, cursor: str | None, limit: int) -> tuple[list[dict], str | None]:
     """SCD-7: one page of schedules and the cursor of the next one (None on the last page), as GET /internal/runs."""
-    after = decode_cursor(cursor) if cursor else None
-    rows = listed(org_id, min(limit, MAX_PAGE) + 1, after)
-    more = len(rows) > min(limit, MAX_PAGE)
-    rows = rows[:min(limit, MAX_PAGE)]
-    return rows, encode_cursor(rows[-1]["org_id"], rows[-1]["name"]) if more else None
-
-
-def encode_cursor(org_id: str, name: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps([org_id, name]).encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[str, str]:
-    try:
-        org_id, name = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode())
-        return validation.identifier(org_id, "cursor"), validation.text(name, "cursor", max_length=200)
-    except (ValueError, TypeError, UnicodeDecodeError, InvalidInput):
-        raise InvalidInput("cursor is not one this API gave out", field="cursor") from None
+    after = tuple(keyset.decode(cursor, 2)) if cursor else None
+    return keyset.page(lambda size: listed(org_id, size, after), limit, MAX_PAGE,
+                       lambda row: (row["org_id"], row["name"]))
 
 
 def recent_fires(schedule_id: str, limit: int = 20) -> list[dict]:

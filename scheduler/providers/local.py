@@ -88,8 +88,7 @@ def local_env() -> dict[str, str]:
     the runner by its start and the user's code by its image (PRV-3)."""
     from django.conf import settings
 
-    from scheduler.conf import scheduler_settings
-    from scheduler.stack.supervisor import project_import_root
+    from scheduler.conf import project_import_root, scheduler_settings
 
     project = scheduler_settings.sandbox_pythonpath or str(getattr(settings, "BASE_DIR", "") or project_import_root())
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": os.pathsep.join([project, SCHEDULER_IMPORT_ROOT])}

@@ -48,7 +48,7 @@ def _claim_counted(orgs: list[str], limit: int, lease_seconds: float, default_ca
         db.fetch_all("runs_claim_lock_orgs", {"orgs": orgs})
         rows = db.fetch_all("runs_claim_queued", {
             "limit": limit, "lease_seconds": lease_seconds, "default_max_active": default_cap,
-            "orgs": orgs, "counted": [True] * len(orgs), "take_turns": take_turns, "now_pass": now_pass,
+            "orgs": orgs, "take_turns": take_turns, "now_pass": now_pass,
         })
     return _claims(rows)
 

@@ -5,21 +5,17 @@ SELECT given.org_key,
 FROM (SELECT DISTINCT org.org_key FROM unnest(%(orgs)s::text[]) AS org (org_key) ORDER BY org.org_key OFFSET 0) AS given;
 
 -- name: runs_claim_queued
--- Claim queued runs of the orgs runs_claim_lock_orgs locked, in their turn (SKIP LOCKED): within an org by priority then age, across orgs one rank at a time, never past an org's cap, start rate or a key's limit; each claim is attempt n+1 with a fresh lease token, older attempts retired, run running, run.started written (RUN-2, FSH-1..8, FSH-12).
+-- Claim queued runs of the counted orgs runs_claim_lock_orgs locked, in their turn (SKIP LOCKED): within an org by priority then age, across orgs one rank at a time, never past an org's cap, start rate or a key's limit; each claim is attempt n+1 with a fresh lease token, older attempts retired, run running, run.started written (RUN-2, FSH-1..8, FSH-12).
 -- plan: generic
--- An org that was not counted (locked) is walked with SKIP LOCKED, so concurrent claimers of one org take
--- different runs. A counted org (no other claimer counts it now) is read in two parts, so no number of runs of a
--- full key hides a claimable run behind them (FSH-12): its keyless runs in its order, and its keys one by one (a
+-- Each org (locked: no other claimer counts it now) is read in two parts, so no number of runs of a full key
+-- hides a claimable run behind them (FSH-12): its keyless runs in its order, and its keys one by one (a
 -- skip scan), each giving only what its limit leaves. Every lookup after that is by key.
 WITH RECURSIVE {{claim_chosen()}}
 , allowance AS MATERIALIZED (
-    SELECT chosen.org_key, chosen.counted, chosen.place, chosen.weight, chosen.virtual_pass,
+    SELECT chosen.org_key, chosen.place, chosen.weight, chosen.virtual_pass,
            limits.max_starts_per_minute AS rate,
            CASE
                WHEN coalesce(limits.paused, false) THEN 0
-               -- A limit set after the org was chosen unlocked waits for a claim that locks it (FSH-1: never over).
-               WHEN NOT chosen.counted AND (coalesce(limits.max_active, %(default_max_active)s::integer) IS NOT NULL
-                                            OR limits.max_starts_per_minute IS NOT NULL) THEN 0
                -- Each count only where its limit is set: an unlimited org's active runs are never counted.
                ELSE least(%(limit)s::integer,
                           CASE WHEN coalesce(limits.max_active, %(default_max_active)s::integer) IS NOT NULL
@@ -30,12 +26,11 @@ WITH RECURSIVE {{claim_chosen()}}
            END AS allowed
     FROM chosen
     LEFT JOIN __schema__.org_limits AS limits ON limits.org_id = chosen.org_key
-), {{claim_free_walk(allowance)}}
-, counted_org AS MATERIALIZED (
+), counted_org AS MATERIALIZED (
     SELECT allowance.org_key, allowance.place, allowance.rate, allowance.allowed, allowance.weight,
            allowance.virtual_pass
     FROM allowance
-    WHERE allowance.counted AND allowance.allowed > 0
+    WHERE allowance.allowed > 0
 ), queued_key AS (
     -- The keys of each counted org with queued runs: one probe a key (a skip scan of the org key queue index).
     SELECT counted_org.org_key,
@@ -108,13 +103,8 @@ WITH RECURSIVE {{claim_chosen()}}
 ), picked AS MATERIALIZED (
     -- FSH-11: across orgs by each run's virtual finish (its org's virtual time, plus its rank over the org's weight).
     SELECT fit.run_id, fit.org_key, fit.rate
-    FROM (SELECT free_walk.run_id, free_walk.org_key, free_walk.place, free_walk.rate, free_walk.rank,
-                 free_walk.weight, free_walk.virtual_pass
-          FROM free_walk
-          UNION ALL
-          SELECT counted_fit.run_id, counted_fit.org_key, counted_fit.place, counted_fit.rate, counted_fit.rank,
-                 counted_fit.weight, counted_fit.virtual_pass
-          FROM counted_fit WHERE counted_fit.rank <= counted_fit.allowed) AS fit
+    FROM counted_fit AS fit
+    WHERE fit.rank <= fit.allowed
     ORDER BY fit.virtual_pass + fit.rank::double precision / fit.weight, fit.place, fit.run_id
     LIMIT %(limit)s::integer
 ), {{claim_picked(%(take_turns)s::boolean, true, 1)}}, counted_start AS (
@@ -159,13 +149,13 @@ WITH RECURSIVE {{claim_open_orgs()}}
              free_walk.run_id
     LIMIT %(limit)s::integer - (SELECT count(*) FROM place_in_batch WHERE place_in_batch.counted)
 ), {{claim_picked((SELECT coalesce(max(chosen.open_orgs), 0) > 1 FROM chosen), false, (SELECT count(*) FROM place_in_batch WHERE place_in_batch.org_key = chosen.org_key))}}
-SELECT answer.*, NULL::boolean AS counted_chosen, NULL::bigint AS open_orgs, NULL::bigint AS chosen_orgs,
+SELECT answer.*, NULL::bigint AS open_orgs, NULL::bigint AS chosen_orgs,
        NULL::text[] AS counted_orgs, NULL::double precision AS now_pass
 FROM ({{claim_answer()}}) AS answer
 UNION ALL
 SELECT NULL::text, NULL::integer, NULL::text, NULL::timestamptz, NULL::text, NULL::text, NULL::jsonb, NULL::jsonb,
        NULL::integer, NULL::bigint,
-       EXISTS (SELECT 1 FROM chosen WHERE chosen.counted), (SELECT coalesce(max(chosen.open_orgs), 0) FROM chosen),
+       (SELECT coalesce(max(chosen.open_orgs), 0) FROM chosen),
        (SELECT count(*) FROM chosen),
        ARRAY(SELECT chosen.org_key FROM chosen
              WHERE chosen.counted

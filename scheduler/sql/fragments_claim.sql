@@ -58,12 +58,12 @@ queued_org AS (
 )
 
 -- fragment: claim_chosen()
--- RUN-2, FSH-11: the orgs the free claim left to this one, in their turn order, whether each was counted (locked), its weight and its virtual time (the free claim's clock, `now_pass`, for an org new to the turn).
+-- RUN-2, FSH-11: the counted orgs the free claim left to this one, in their turn order, with each one's weight and virtual time (the free claim's clock, `now_pass`, for an org new to the turn).
 chosen AS MATERIALIZED (
-    SELECT chosen.org_key, chosen.counted, chosen.place, coalesce(limits.weight, 1) AS weight,
+    SELECT chosen.org_key, true AS counted, chosen.place, coalesce(limits.weight, 1) AS weight,
            greatest(coalesce(turn.virtual_pass, %(now_pass)s::double precision), %(now_pass)s::double precision)
                AS virtual_pass
-    FROM unnest(%(orgs)s::text[], %(counted)s::boolean[]) WITH ORDINALITY AS chosen (org_key, counted, place)
+    FROM unnest(%(orgs)s::text[]) WITH ORDINALITY AS chosen (org_key, place)
     LEFT JOIN LATERAL (SELECT org_limit.weight FROM __schema__.org_limits AS org_limit
                        WHERE org_limit.org_id = chosen.org_key LIMIT 1) AS limits ON true
     LEFT JOIN LATERAL (SELECT org_turn.virtual_pass FROM __schema__.org_claim_turns AS org_turn

@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from scheduler.conf import project_import_root
+
 logger = logging.getLogger(__name__)
 
 
@@ -79,11 +81,6 @@ def stop_local_sandboxes(write) -> None:
     if running:
         provider.stop(running)
         write(f"stopped {len(running)} local sandbox runner(s): {', '.join(running)}")
-
-
-def project_import_root() -> str:
-    """Where the launching project's modules import from: manage.py's directory, else the working directory."""
-    return os.path.abspath(sys.path[0] or os.getcwd())
 
 
 def child_environment(base: dict[str, str] | None = None) -> dict[str, str]:

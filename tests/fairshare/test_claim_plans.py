@@ -37,7 +37,7 @@ def test_choosing_the_orgs__one_probe_per_org__not_a_walk_of_the_backlog(backlog
 
 def test_the_claim__walks_each_org_only_as_far_as_it_takes(backlog):
     plan = generic_plan("runs_claim_queued", {
-        "limit": 32, "lease_seconds": 300, "orgs": ["org-a", "org-b"], "counted": [False, False],
+        "limit": 32, "lease_seconds": 300, "orgs": ["org-a", "org-b"],
         "default_max_active": None, "take_turns": True, "now_pass": 0}, analyze=True)
     assert "Seq Scan on runs" not in plan, plan
     assert rows_read(plan) <= 64, plan
@@ -54,7 +54,7 @@ def test_fsh12__a_counted_org_is_read_past_a_full_key_by_its_indexes__not_by_wal
                     ('behind', 'org-a', 'play', 'queued', '{}', 1, NULL, NULL);
              ANALYZE runs""")
     plan = generic_plan("runs_claim_queued", {
-        "limit": 8, "lease_seconds": 300, "orgs": ["org-a"], "counted": [True],
+        "limit": 8, "lease_seconds": 300, "orgs": ["org-a"],
         "default_max_active": None, "take_turns": False, "now_pass": 0}, analyze=True)
     assert "Seq Scan on runs" not in plan, plan
     assert rows_read(plan) <= 16, plan
