@@ -40,6 +40,9 @@ class QueuedBecause(enum.StrEnum):
     RATE_LIMIT = "rate_limit"
     PAUSED = "paused"
     NOT_BEFORE = "not_before"
+    # WAIT-6: not queued but waiting durably, for what (kinds.WaitKind's values).
+    EVENT = "event"
+    TIMER = "timer"
 
 
 class HeldReason(enum.StrEnum):
@@ -86,6 +89,7 @@ class AttemptStatus(enum.StrEnum):
     FAILED = "failed"
     CANCELLED = "cancelled"
     RELEASED = "released"
+    SUSPENDED = "suspended"  # WAIT-2: ended by a durable wait; not a failure, not counted against maxAttempts
 
 
 # §1.2: "a newer attempt exists" means a higher attempt in one of these statuses
@@ -93,6 +97,7 @@ class AttemptStatus(enum.StrEnum):
 # the same list; a test holds the two together.
 FENCING_ATTEMPT_STATUSES = (
     AttemptStatus.CLAIMED, AttemptStatus.RUNNING, AttemptStatus.WAITING, AttemptStatus.COMPLETED, AttemptStatus.FAILED,
+    AttemptStatus.SUSPENDED,
 )
 
 
@@ -131,6 +136,29 @@ class ResultStatus(enum.StrEnum):
 
     COMPLETED = "completed"
     FAILED = "failed"
+    SUSPENDED = "suspended"  # WAIT-2: the play waits (sql/waits.sql settles it, never attempts_settle)
+
+
+class WaitKind(enum.StrEnum):
+    """WAIT-2: what a durably waiting run waits for (its suspension_json.kind; the fragment durable_wait spells both)."""
+
+    EVENT = "event"
+    TIMER = "timer"
+
+
+class WaitOutcome(enum.StrEnum):
+    """WAIT-1: what beginning a wait answers the play."""
+
+    COMPLETED = "completed"  # satisfied (now or before): the stored result is the wait's answer
+    SUSPEND = "suspend"      # not yet: the play ends its attempt with a suspended result
+
+
+class SuspendOutcome(enum.StrEnum):
+    """WAIT-2: what a suspended result did to its run."""
+
+    WAITING = "waiting"      # the run waits, its sandbox released
+    RESUMED = "resumed"      # what it waits for was already there: queued again at once
+    CANCELLED = "cancelled"  # a cancel was queued: settled at once
 
 
 class FailureCode(enum.StrEnum):

@@ -45,3 +45,31 @@ def durable_order(play_input):
                 os.killpg(os.getpgid(0), signal.SIGKILL)
             time.sleep(600)
     return {"order": play_input.get("order", "A-1"), "steps": results}
+
+
+def approval_order(play_input):
+    """The order of durable_order, held for an approval between charging and sending the receipt (WAIT-1).
+
+    Steps 1-2 run, then the play waits durably for the event `approved` (input.timeout seconds, default no limit):
+    its sandbox is released and the run resumes in a new one when the event is sent (send_event RUN_ID approved
+    --payload '{"by": "ann"}'), replaying steps 1-2 from their receipts. The event's payload is in the output; a
+    timeout ends the order unshipped. input.interrupt "kill-runner" kills attempt 1's runner after the wait was
+    recorded and before its suspension is posted, so the sweep judges it lost and the retry suspends again.
+    """
+    import os
+    import signal
+
+    from scheduler.sandbox.steps import TIMED_OUT, Suspended, step, wait_for_event
+
+    play_input = play_input if isinstance(play_input, dict) else {}
+    results = {name: step(name, _order_effect, name, play_input) for name in ORDER_STEPS[:2]}
+    try:
+        approval = wait_for_event("approval", "approved", timeout=play_input.get("timeout"))
+    except Suspended:
+        if play_input.get("interrupt") == "kill-runner" and os.environ.get("SCHEDULER_ATTEMPT") == "1":
+            os.killpg(os.getpgid(0), signal.SIGKILL)
+        raise
+    if approval is TIMED_OUT:
+        return {"order": play_input.get("order", "A-1"), "approval": "timed out", "steps": results}
+    results.update({name: step(name, _order_effect, name, play_input) for name in ORDER_STEPS[2:]})
+    return {"order": play_input.get("order", "A-1"), "approval": approval, "steps": results}

@@ -43,3 +43,14 @@ def who_am_i(play_input):
     except OSError:
         readable = False
     return {"uid": os.getuid(), "readsSchedulerEnvironment": readable}
+
+
+def lingering_approval_order(play_input):
+    """scheduler.plays.approval_order, leaving a process behind in its sandbox (as a real sandbox stays up until it is
+    deleted): the cleanup of a suspended attempt then has a live sandbox to delete."""
+    import subprocess
+
+    from scheduler.plays import approval_order
+
+    subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return approval_order(play_input)

@@ -16,7 +16,7 @@ from tests.factories import query
 from tests.support import prepared_text
 
 pytestmark = pytest.mark.django_db
-DASHBOARD_STATEMENTS = ("dashboard_runs", "dashboard_failures", "dashboard_backlogs", "runs_list_stuck")
+DASHBOARD_STATEMENTS = ("dashboard_runs", "dashboard_failures", "dashboard_backlogs", "runs_list_stuck", "waits_metrics")
 
 
 def _seed():
@@ -56,6 +56,20 @@ def test_each_figure_links_to_the_list_that_explains_it(client):
     assert failed.run_id in failures and stuck.run_id not in failures
     blocked = client.get(_by_label(figures["Sandbox cleanup and billing"])["cleanup blocked"].link).content.decode()
     assert "sb-blocked" in blocked
+
+
+@pytest.mark.requirement("WAIT-7")
+def test_figures__runs_waiting_durably_apart_from_those_waiting_on_a_runner(client):
+    from tests.waits.conftest import suspended_run
+
+    factories.parked_run()
+    waiting = suspended_run()
+    runs = _by_label(dashboard.figures()["Runs"])
+    assert (runs["waiting on a runner"].value, runs["waiting durably for an event"].value,
+            runs["waiting durably for a time"].value) == (1, 1, 0)
+    client.force_login(User.objects.create_superuser("ops", "ops@example.com", "pw"))
+    listed = client.get(runs["waiting durably for an event"].link).content.decode()
+    assert waiting.run_id in listed or waiting.run_id.replace("_", "_5F") in listed
 
 
 @pytest.fixture

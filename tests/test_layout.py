@@ -63,10 +63,10 @@ def test_the_design_lives_in_the_repository():
 
 
 def test_requirement_ids_in_the_code_are_defined_in_the_docs():
-    defined = set(re.findall(r"\*\*([A-Z]{3}-\d+)\*\*", (PROJECT / "docs" / "requirements.md").read_text()))
+    defined = set(re.findall(r"\*\*([A-Z]{3,4}-\d+)\*\*", (PROJECT / "docs" / "requirements.md").read_text()))
     cited = set()
     for path in [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.sql")]:
-        cited |= set(re.findall(r"\b(SCH|ADM|RUN|TRM|SWP|OBX|CLN|BIL|RCP|FSH|SCD|RET|TSK|PRV|APP)-(\d+)\b", path.read_text()))
+        cited |= set(re.findall(r"\b(SCH|ADM|RUN|TRM|SWP|OBX|CLN|BIL|RCP|FSH|SCD|RET|TSK|PRV|APP|WAIT|HA)-(\d+)\b", path.read_text()))
     missing = sorted(f"{family}-{number}" for family, number in cited if f"{family}-{number}" not in defined)
     assert missing == []
 
@@ -74,7 +74,7 @@ def test_requirement_ids_in_the_code_are_defined_in_the_docs():
 def _cited_requirements(text: str) -> set[str]:
     """The ids a text names, with ranges (`TRM-1..5`) and lists (`SWP-3/5/7`) spelled out."""
     cited = set()
-    for family, first, rest in re.findall(r"\b(SCH|ADM|RUN|TRM|SWP|OBX|CLN|BIL|RCP|FSH|SCD|RET|TSK|PRV|APP)-(\d+)((?:(?:\.\.|/)\d+)*)", text):
+    for family, first, rest in re.findall(r"\b(SCH|ADM|RUN|TRM|SWP|OBX|CLN|BIL|RCP|FSH|SCD|RET|TSK|PRV|APP|WAIT|HA)-(\d+)((?:(?:\.\.|/)\d+)*)", text):
         numbers = [int(first)]
         for separator, number in re.findall(r"(\.\.|/)(\d+)", rest):
             numbers += range(numbers[-1] + 1, int(number) + 1) if separator == ".." else [int(number)]
@@ -103,7 +103,7 @@ def test_every_requirement_is_shown_by_a_test_marked_with_it():
     """Each requirement has a test marked `@pytest.mark.requirement("ID")`, the test that fails when the
     requirement's behaviour is removed (a reviewer starts from the id); a mention in a docstring counts for nothing.
     A mark, or a mention, names only real ids."""
-    defined = re.findall(r"\*\*([A-Z]{3}-\d+)\*\*", (PROJECT / "docs" / "requirements.md").read_text())
+    defined = re.findall(r"\*\*([A-Z]{3,4}-\d+)\*\*", (PROJECT / "docs" / "requirements.md").read_text())
     marked = _marked_requirements()
     assert [requirement for requirement in defined if requirement not in marked] == []
     mentioned = set()

@@ -48,15 +48,26 @@ def _org_figures() -> list[Figure]:
     return shown
 
 
+def _wait_figures() -> list[Figure]:
+    """WAIT-7: runs waiting durably (sandbox released) by kind; overdue timers are alarming (no timer loop runs)."""
+    rows = {row["kind"]: row for row in db.fetch_all("waits_metrics")}
+    labels = {"event": "waiting durably for an event", "timer": "waiting durably for a time"}
+    return [Figure(labels[kind], rows[kind]["runs"] if kind in rows else 0, _list("run", f"waiting_for={kind}"),
+                   kind in rows and rows[kind]["overdue"] > 0) for kind in labels]
+
+
 def figures() -> dict[str, list[Figure]]:
     runs = db.fetch_one("dashboard_runs", {"default_timeout_ms": scheduler_settings.heartbeat_timeout_ms})
     backlog = db.fetch_one("dashboard_backlogs")
     oldest = backlog["oldest_undelivered_seconds"]
+    waits = _wait_figures()
     return {
         "Runs": [
             Figure("queued", runs["queued"], _list("run", "status__exact=queued")),
             Figure("dispatching (claimed, not parked)", runs["dispatching"], _list("run", "status__exact=running")),
-            Figure("waiting on a runner", runs["waiting"], _list("run", "status__exact=waiting")),
+            Figure("waiting on a runner", runs["waiting"] - sum(figure.value for figure in waits),
+                   _list("run", "status__exact=waiting")),
+            *waits,
             Figure("stuck runners (heartbeat past its timeout)", runs["stuck_runners"], _list("run", "stuck=runner"),
                    runs["stuck_runners"] > 0),
             Figure("stuck claims (lease expired before park)", runs["stuck_claims"], _list("run", "stuck=claim"),

@@ -28,6 +28,21 @@ class StuckFilter(admin.SimpleListFilter):
         return queryset.filter(run_id__in=[row["run_id"] for row in stuck])
 
 
+class WaitingForFilter(admin.SimpleListFilter):
+    """WAIT-7: runs waiting durably (sandbox released), by what they wait for."""
+
+    title = "waiting durably for"
+    parameter_name = "waiting_for"
+
+    def lookups(self, request, model_admin):
+        return [("event", "an event"), ("timer", "a time")]
+
+    def queryset(self, request, queryset):
+        if self.value() in ("event", "timer"):
+            return queryset.filter(status="waiting", suspension_json__kind=self.value())
+        return queryset
+
+
 class ErrorCodeFilter(admin.SimpleListFilter):
     """Runs by the error code of their terminal result (the dashboard's failures link here)."""
 

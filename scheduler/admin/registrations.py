@@ -57,7 +57,7 @@ def audit_rows(target: str):
 class RunAdmin(columns.RunColumns, ReadOnlyAdmin):
     list_display = ("run_id", "status", "play_name", "org_id", "release_id", "attempt_of_max", "error", "heartbeat_age",
                     "created", "finished")
-    list_filter = ("status", filters.StuckFilter, filters.ErrorCodeFilter, filters.OrgFilter, filters.ReleaseFilter,
+    list_filter = ("status", filters.WaitingForFilter, filters.StuckFilter, filters.ErrorCodeFilter, filters.OrgFilter, filters.ReleaseFilter,
                    filters.ProviderFilter, filters.TaskQueueFilter, filters.HeldFilter,
                    "play_name")
     date_hierarchy = "created_at"
@@ -66,16 +66,19 @@ class RunAdmin(columns.RunColumns, ReadOnlyAdmin):
     JSON_COLUMNS = ("launch_json", "input_json", "suspension_json", "terminal_result_json", "runtime_resources_json",
                     "runtime_timing_json")
     exclude = JSON_COLUMNS
-    extra_readonly = ("story_attempts", "story_receipts", "story_facts", "story_cleanup", "story_billing", "story_ledger",
+    extra_readonly = ("story_attempts", "story_receipts", "story_waits", "story_facts", "story_cleanup", "story_billing", "story_ledger",
                       "launch_redacted", "input_redacted", "suspension", "terminal_result", "runtime_resources",
                       "late_results", "operator_actions")
-    actions = [repair_actions.cancel_runs, repair_actions.declare_runners_lost]
+    actions = [repair_actions.cancel_runs, repair_actions.declare_runners_lost, repair_actions.end_waits]
 
     def has_cancel_permission(self, request):
         return request.user.has_perm("scheduler.cancel_run")
 
     def has_declare_lost_permission(self, request):
         return request.user.has_perm("scheduler.declare_runner_lost")
+
+    def has_end_wait_permission(self, request):
+        return request.user.has_perm("scheduler.end_wait")
 
     def get_queryset(self, request):
         from django.db.models import Max
@@ -90,6 +93,10 @@ class RunAdmin(columns.RunColumns, ReadOnlyAdmin):
     @admin.display(description="work receipts (durable steps), in step order")
     def story_receipts(self, obj):
         return run_story.receipts(obj)
+
+    @admin.display(description="durable waits and the events sent to the run")
+    def story_waits(self, obj):
+        return run_story.waits(obj)
 
     @admin.display(description="facts, in causal order, with their delivery")
     def story_facts(self, obj):
@@ -114,7 +121,7 @@ class RunAdmin(columns.RunColumns, ReadOnlyAdmin):
     def get_readonly_fields(self, request, obj=None):
         return [f for f in super().get_readonly_fields(request, obj) if f not in self.JSON_COLUMNS]
 
-    STORY = ("story_attempts", "story_receipts", "story_facts", "story_cleanup", "story_billing", "story_ledger", "late_results",
+    STORY = ("story_attempts", "story_receipts", "story_waits", "story_facts", "story_cleanup", "story_billing", "story_ledger", "late_results",
              "operator_actions")
 
     def get_fieldsets(self, request, obj=None):

@@ -58,3 +58,8 @@ def redrive_cleanup_jobs(modeladmin, request, queryset):
     _report(modeladmin, request, [repairs.redrive_cleanup(job.provider, job.sandbox_id, job.routing_domain,
                                                           _actor(request), "admin action")
                                   for job in queryset])
+
+
+@admin.action(description="End the selected runs' durable waits now (they resume, timed out)", permissions=["end_wait"])
+def end_waits(modeladmin, request, queryset):
+    _report(modeladmin, request, [repairs.end_wait(run.run_id, _actor(request), "admin action") for run in queryset])

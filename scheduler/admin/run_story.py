@@ -1,4 +1,5 @@
-"""A run's page tells its whole story in order: attempts, facts and their delivery, cleanup, billing, ledger events.
+"""A run's page tells its whole story in order: attempts, receipts, waits and events, facts and their delivery, cleanup,
+billing, ledger events.
 
 Each part is a small read-only table whose rows link to their own admin pages.
 """
@@ -12,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from scheduler import models
+from scheduler import db, models
 from scheduler.redaction import redact
 
 
@@ -101,3 +102,20 @@ def ledger(run: models.Run):
     rows = [(event.event_id, event.event_type, event.occurred_at, event.received_at)
             for event in models.RunLedgerEvent.objects.filter(run_id=run.run_id).order_by("occurred_at", "event_id")]
     return _table(["event", "type", "occurred", "received"], rows)
+
+
+def waits(run: models.Run):
+    """WAIT-7: the play's durable waits and the events sent to the run, in the order they happened."""
+    rows = []
+    for row in db.fetch_all("waits_list_for_run", {"run_id": run.run_id}):
+        if row["entry"] == "wait":
+            if row["detail"] == "event":
+                what = f"event {row['event']}" + (f", timing out at {row['deadline']}" if row["deadline"] else "")
+            else:
+                what = f"the time {row['deadline']}"
+            rows.append((f"wait {row['name']}", what, row["at"],
+                         row["done_at"] or "waiting", f"attempt {row['attempt']}"))
+        else:
+            rows.append((f"event {row['detail']}", f"id {row['name']}", row["at"],
+                         f"consumed by {row['event']}" if row["event"] else "kept for a wait", "-"))
+    return _table(["entry", "what", "at", "done", "by"], rows)

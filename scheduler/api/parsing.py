@@ -21,7 +21,8 @@ MAX_PROGRESS_EVENTS = 200
 
 
 def terminal_result(result: Any) -> dict:
-    """TRM-1: the runner envelope: status completed (with output) or failed (with error {code, message})."""
+    """TRM-1: the runner envelope: status completed (with output), failed (with error {code, message}) or, WAIT-2,
+    suspended (with wait {key})."""
     result = validation.json_object(result, "result")
     if "verdict" in result:
         # A verdict is the scheduler's word on an attempt (the sweep's, the dispatcher's, an operator's): a runner's
@@ -29,6 +30,9 @@ def terminal_result(result: Any) -> dict:
         raise InvalidInput("result.verdict is the scheduler's: a runner's result cannot carry one",
                            field="result.verdict")
     status = validation.choice(result.get("status"), "result.status", values(ResultStatus))
+    if status == ResultStatus.SUSPENDED:  # WAIT-2: names the wait it ends on; the scheduler holds the wait itself
+        wait = validation.json_object(result.get("wait"), "result.wait")
+        receipts.check_key(wait.get("key"), "result.wait.key")
     if status == ResultStatus.FAILED:
         error = validation.json_object(result.get("error"), "result.error")
         validation.text(error.get("code"), "result.error.code", max_length=128)

@@ -33,6 +33,8 @@ def run_snapshot(snapshot: RunSnapshot, *, include_definition_scope: bool = Fals
     }
     if snapshot.queued_because is not None:
         answer["queuedBecause"] = snapshot.queued_because
+    if snapshot.wait is not None:
+        answer["wait"] = snapshot.wait
     if snapshot.output is not None:
         answer["output"] = snapshot.output
     if snapshot.error is not None:

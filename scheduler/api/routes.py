@@ -2,13 +2,14 @@ from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
 from scheduler.api import (views_ledger, views_orgs, views_reads, views_receipts, views_releases, views_runner,
-                           views_runs, views_schedules)
+                           views_runs, views_schedules, views_waits)
 from scheduler.api.http import not_found
 
 urlpatterns = [
     path("runs", views_runs.runs),
     path("runs/<str:run_id>", views_runs.run_status),
     path("runs/<str:run_id>/cancel", views_runs.cancel),
+    path("runs/<str:run_id>/events", views_waits.run_events),
     path("runs/<str:run_id>/array-input-intent", views_runs.array_input_intent),
     # The attempt is checked by the view (a JSON 400 naming it), not by a URL converter (an HTML 404).
     path("runs/<str:run_id>/attempts/<str:attempt>/standing", views_runs.attempt_standing),
@@ -18,6 +19,7 @@ urlpatterns = [
     path("runner-terminals", views_reads.recorded_terminals),
     path("runner/heartbeat", views_runner.heartbeat),
     path("runner/terminal", views_runner.runner_terminal),
+    path("runner/waits/begin", views_waits.begin_wait),
     path("runner/receipts/claim", views_receipts.claim),
     path("runner/receipts/complete", views_receipts.complete),
     path("runner/receipts/fail", views_receipts.fail),

@@ -18,7 +18,7 @@ HELP = {
     "outbox_retrying": "Undelivered facts that failed at least once and will be retried.",
     "outbox_oldest_undelivered_seconds": "Age of the oldest undelivered outbox fact.",
     "runs_queued": "Runs waiting to be claimed.",
-    "runs_active": "Runs running or waiting on a detached runner.",
+    "runs_active": "Runs running or waiting on a detached runner (not those waiting durably).",
     "cleanup_pending": "Sandbox cleanup obligations still to delete.",
     "cleanup_blocked": "Sandbox cleanup obligations blocked until an operator unblocks them.",
     "billing_pending": "Compute billing jobs not yet finalized.",
@@ -64,6 +64,27 @@ def task_gauges():
     yield tasks
 
 
+def wait_gauges():
+    """WAIT-7: the runs waiting durably by kind, and how long the oldest of each kind has waited."""
+    from scheduler.kinds import WaitKind
+
+    rows = {row["kind"]: row for row in db.fetch_all("waits_metrics")}
+    waiting = GaugeMetricFamily("scheduler_runs_waiting", "Runs waiting durably (sandbox released), by what they "
+                                "wait for.", labels=["kind"])
+    oldest = GaugeMetricFamily("scheduler_runs_waiting_oldest_seconds", "How long the oldest run waiting durably "
+                               "has waited, by kind.", labels=["kind"])
+    overdue = GaugeMetricFamily("scheduler_runs_waiting_overdue", "Runs still waiting more than 10 s past their "
+                                "deadline (no wait-timer loop resumed them), by kind.", labels=["kind"])
+    for kind in WaitKind:
+        row = rows.get(kind.value, {"runs": 0, "oldest_seconds": 0.0, "overdue": 0})
+        waiting.add_metric([kind.value], float(row["runs"]))
+        oldest.add_metric([kind.value], float(row["oldest_seconds"]))
+        overdue.add_metric([kind.value], float(row["overdue"]))
+    yield waiting
+    yield oldest
+    yield overdue
+
+
 class DatabaseGauges:
     """Read at each scrape from one statement, so every web process reports the same figures."""
 
@@ -87,6 +108,7 @@ class DatabaseGauges:
         yield from schedule_gauges()
         yield from task_gauges()
         yield from retention_gauges()
+        yield from wait_gauges()
 
 
 @api_view("GET")

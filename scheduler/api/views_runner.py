@@ -7,7 +7,9 @@ from scheduler.api.auth import require_runner
 from scheduler.api.http import api_view, json_body
 from scheduler.errors import NotFound
 from scheduler.providers import checking
+from scheduler.kinds import ResultStatus
 from scheduler.runs import lifecycle, settlement, settler
+from scheduler.waits import suspension
 
 
 def authorized(request) -> tuple[dict, tuple[str, int, str]]:
@@ -35,4 +37,6 @@ def runner_terminal(request):
         if not checking.record(item.run_id, "terminal", {key: result.get(key) for key in ("status", "output", "error")}):
             raise NotFound(f"check {item.run_id} is over")
         return JsonResponse(responses.terminal(settlement.TerminalAnswer(True, True, result.get("status"))))
+    if item.result["status"] == ResultStatus.SUSPENDED:  # WAIT-2: its own statement, never the group settler
+        return JsonResponse(responses.terminal(suspension.suspend(item, item.result["wait"]["key"])))
     return JsonResponse(responses.terminal(settlement.ingest_runner_terminal(item, settle=settler.settle)))

@@ -7,6 +7,7 @@ from scheduler.models.fairshare_tables import OrgClaimTurn, OrgLimit, OrgStart  
 from scheduler.models.operations_tables import OperatorAction  # noqa: F401
 from scheduler.models.outbox_tables import OutboxFact, RunLedgerEvent, WakeSignal  # noqa: F401
 from scheduler.models.schedule_tables import Schedule, ScheduleFire  # noqa: F401
+from scheduler.models.wait_tables import RunEvent, RunWait  # noqa: F401
 from scheduler.models.run_tables import (  # noqa: F401
     Attempt,
     ControlKey,

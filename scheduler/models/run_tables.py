@@ -53,7 +53,8 @@ class Run(models.Model):
     class Meta:
         db_table = table("runs")
         permissions = [("cancel_run", "Can cancel runs (operator repair)"),
-                       ("declare_runner_lost", "Can declare a parked run's runner lost (operator repair)")]
+                       ("declare_runner_lost", "Can declare a parked run's runner lost (operator repair)"),
+                       ("end_wait", "Can end a run's durable wait now (operator repair)")]
         constraints = [
             models.CheckConstraint(condition=models.Q(status__in=RUN_STATUSES), name="runs_status_check"),
             models.CheckConstraint(

@@ -57,6 +57,22 @@ def cancel_run(run_id: str, actor: str, reason: str | None = None) -> Repair:
     return _audited(actor, "cancel_run", run_id, reason, run)
 
 
+def end_wait(run_id: str, actor: str, reason: str | None = None) -> Repair:
+    """WAIT-7 on an operator's word: a run waiting durably resumes now, its wait timed out."""
+    from scheduler.waits import wakeups
+
+    def run():
+        try:
+            prior, resumed = wakeups.end_now(run_id)
+        except NotFound:
+            return False, "nothing changed: no such run"
+        if resumed:
+            return True, "resumed: its wait answers the timeout marker"
+        return False, f"nothing changed: the run is {prior}, not waiting durably"
+
+    return _audited(actor, "end_wait", run_id, reason, run)
+
+
 def requeue_outbox_head(event_id: str, actor: str, reason: str | None = None) -> Repair:
     """OBX-2: a failed head becomes deliverable again, unblocking its run's lane."""
     def run():

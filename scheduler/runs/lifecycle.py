@@ -227,6 +227,7 @@ class RunSnapshot:
     delivery: dict = field(default_factory=dict)  # the run's facts: how many, delivered, failed heads
     late_results: list = field(default_factory=list)  # results that came after a verdict settled their attempt
     queued_because: str | None = None  # FSH-9: why a queued run still waits (kinds.QueuedBecause)
+    wait: dict | None = None  # WAIT-6: what a durably waiting run waits for ({kind, key, event, until, since})
 
 
 def run_status(run_id: str) -> RunSnapshot:

@@ -16,3 +16,12 @@ TASK_SANDBOX_VARIABLE = "SCHEDULER_TASK_SANDBOX"
 def worker_id(run_id: str, attempt: int) -> str:
     """TSK-3: the id of the worker that ran one attempt of a task, the same inside the sandbox and in get_result."""
     return f"{run_id}/{attempt}"
+
+
+class Suspended(BaseException):
+    """WAIT-2: raised by a durable wait that is not yet satisfied; the runner ends the attempt with a `suspended`
+    result naming the wait. A BaseException, so a play's own `except Exception` does not swallow it."""
+
+    def __init__(self, key: str):
+        super().__init__(f"waiting on {key!r}: the attempt ends suspended and the run resumes in a new sandbox")
+        self.key = key

@@ -33,7 +33,7 @@ import traceback
 import urllib.error
 import urllib.request
 
-from scheduler.sandbox.protocol import PLAY_START_FAILED, UNSTORABLE_OUTPUT
+from scheduler.sandbox.protocol import PLAY_START_FAILED, UNSTORABLE_OUTPUT, Suspended
 from scheduler.sandbox.storable import unstorable
 
 TRANSIENT_STATUSES = {429, 500, 502, 503, 504}
@@ -139,6 +139,8 @@ def _call_play(callable_path: str, output) -> int:
         return _write(output, _failure(PLAY_START_FAILED, message))
     try:
         result = function(json.loads(os.environ.get("SCHEDULER_PLAY_INPUT") or "null"))
+    except Suspended as suspended:  # WAIT-2: a wait not yet satisfied ends the attempt, not the run
+        return _write(output, {"ok": False, "suspended": {"key": suspended.key}})
     except Exception as exc:  # noqa: BLE001 - the play's failure is its result
         return _write(output, _failure("play_failed", f"{type(exc).__name__}: {exc}"))
     found = unstorable(result, "output")
@@ -249,6 +251,8 @@ def _result(returncode: int, output_path: str) -> dict:
         return {"status": "failed", "error": {"code": "play_failed", "message": f"play exited with {returncode}"}}
     if payload["ok"]:
         return {"status": "completed", "output": payload["output"]}
+    if "suspended" in payload:
+        return {"status": "suspended", "wait": payload["suspended"]}
     return {"status": "failed", "error": payload["error"]}
 
 

@@ -12,6 +12,12 @@ attempt, lease and token), a step claims the run's receipt for its key:
 While the function runs, the receipt's lease is extended at the runner's own heartbeat cadence (a third of the
 attempt's heartbeat timeout, the lease's length), so a step lives exactly as long as the runner is judged alive.
 Keys are the play author's: the scheduler's own namespace (`sys:`) is refused. Standard library only.
+
+Durable waits (WAIT-1) are steps too: `sleep("cool-off", seconds=3600)` and
+`wait_for_event("approval", "approved", timeout=86400)`. A wait that is satisfied (its event came, its time passed)
+returns at once, now and on every replay; one that is not ends the attempt (`Suspended`): the sandbox is released,
+and the run resumes in a new sandbox when the event comes or the time passes, replaying the play with every
+finished step's stored result.
 """
 
 from __future__ import annotations
@@ -22,11 +28,13 @@ import threading
 import time
 from typing import Any, Callable
 
-from scheduler.sandbox.protocol import RESERVED_KEY_PREFIX
+from scheduler.sandbox.protocol import RESERVED_KEY_PREFIX, Suspended
 from scheduler.sandbox.runner import RunnerConfig, exchange
 from scheduler.sandbox.storable import unstorable
 
 HELD_POLL_SECONDS = 0.5
+__all__ = ["step", "durable", "sleep", "wait_for_event", "TIMED_OUT", "Suspended", "StepError", "StepFailed",
+           "StepFenced"]
 
 
 class StepError(RuntimeError):
@@ -147,3 +155,73 @@ def durable(key: str) -> Callable:
             return step(key, function, *args, **kwargs)
         return wrapper
     return decorate
+
+
+class _TimedOut:
+    """What wait_for_event returns when its timeout passed first: falsy, and unlike any payload (None included)."""
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "TIMED_OUT"
+
+
+TIMED_OUT = _TimedOut()
+
+
+def _check_key(key: str) -> None:
+    if not isinstance(key, str) or not key or key.startswith(RESERVED_KEY_PREFIX):
+        raise ValueError(f"a wait key is a non-empty string outside the scheduler's {RESERVED_KEY_PREFIX!r} namespace")
+
+
+def _seconds_ms(seconds: Any, name: str) -> int:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds >= 0:
+        raise ValueError(f"{name} is a number of seconds, 0 or more")
+    return int(seconds * 1000)
+
+
+def _begin(key: str, body: dict) -> Any:
+    """The wait's stored result when it is satisfied; raises Suspended when it is not (the attempt then ends)."""
+    config = _config()
+    identity = {"runId": config.run_id, "attempt": config.attempt, "leaseToken": config.lease_token}
+    status, answer = exchange(config, "/internal/runner/waits/begin", {**identity, "key": key, **body})
+    if status == 409 and (answer or {}).get("error") == "attempt_not_current":
+        raise StepFenced(f"attempt {config.attempt} is no longer current; wait {key!r} not begun")
+    if status is None or status >= 400:
+        raise StepError(f"wait {key!r} refused ({status}): {(answer or {}).get('message', 'no answer')}")
+    if answer["outcome"] == "completed":
+        return answer["output"]
+    raise Suspended(key)
+
+
+def sleep(key: str, seconds: float | None = None, until: Any = None) -> None:
+    """Wait `seconds` (from the first time this key is reached) or `until` (a timezone-aware datetime or epoch
+    seconds), durably: the sandbox is released meanwhile. Replays return at once once the time has passed."""
+    _check_key(key)
+    if (seconds is None) == (until is None):
+        raise ValueError("sleep() takes seconds or until, one of them")
+    if seconds is not None:
+        _begin(key, {"kind": "timer", "delayMs": _seconds_ms(seconds, "seconds")})
+        return None
+    epoch = until.timestamp() if hasattr(until, "timestamp") else until
+    if getattr(until, "tzinfo", "aware") is None:
+        raise ValueError("until must be timezone-aware (a naive datetime names no instant)")
+    _begin(key, {"kind": "timer", "untilMs": int(_seconds_ms(epoch, "until"))})
+    return None
+
+
+def wait_for_event(key: str, name: str, timeout: float | None = None) -> Any:
+    """The payload of the next event `name` sent to this run (POST /internal/runs/{id}/events, send_event), or
+    TIMED_OUT when `timeout` seconds passed first (from the first time this key is reached). Each event satisfies
+    one wait; one sent before the wait is kept for it."""
+    _check_key(key)
+    if not isinstance(name, str) or not name:
+        raise ValueError("an event name is a non-empty string")
+    body = {"kind": "event", "event": name}
+    if timeout is not None:
+        body["delayMs"] = _seconds_ms(timeout, "timeout")
+    output = _begin(key, body)
+    if output.get("timedOut"):
+        return TIMED_OUT
+    return output["event"]["payload"]

@@ -55,6 +55,8 @@ REQUIRED_INDEXES = (
     "runtime_scheduler_billing_items_created_idx",
     "runtime_scheduler_cleanup_v2_open_run_idx",
     "runtime_scheduler_billing_open_run_idx",
+    "runtime_scheduler_runs_durable_wait_idx",
+    "runtime_scheduler_runs_org_holding_idx",
 )
 LEGACY_CLEANUP_PENDING_INDEX = "runtime_scheduler_sandbox_cleanup_legacy_pending_idx"
 REQUIRED_FUNCTIONS = (
@@ -63,6 +65,7 @@ REQUIRED_FUNCTIONS = (
     "runtime_json_is_count(value jsonb)",
     "release_settled_receipts(p_run_id text)",
     "wake_listeners(p_signal text)",
+    "wait_wakers(p_run_id text, p_event_name text)",
 )
 
 # Optional v64 items: name -> what it stands for.

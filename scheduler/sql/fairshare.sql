@@ -61,7 +61,7 @@ LIMIT %(limit)s::integer;
 -- FSH-10: active and queued runs per org for /metrics: the %(top)s orgs holding the most by name, the rest summed as "other", so the label set stays bounded; runs without an org are "(none)".
 WITH per_org AS (
     SELECT coalesce(run.org_id, '') AS org_key,
-           count(*) FILTER (WHERE run.status IN ('running', 'waiting')) AS active,
+           count(*) FILTER (WHERE {{holds_slot(run)}}) AS active,
            count(*) FILTER (WHERE run.status = 'queued') AS queued
     FROM __schema__.runs AS run
     WHERE run.status IN ('queued', 'running', 'waiting')

@@ -7,7 +7,7 @@
 EXISTS (
     SELECT 1 FROM __schema__.attempts AS newer
     WHERE newer.run_id = {run_id} AND newer.attempt > {attempt}
-      AND newer.status IN ('claimed', 'running', 'waiting', 'completed', 'failed')
+      AND newer.status IN ('claimed', 'running', 'waiting', 'completed', 'failed', 'suspended')
 )
 
 -- fragment: newer_attempt_row_exists(run_id, attempt)

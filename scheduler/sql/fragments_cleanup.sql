@@ -24,3 +24,30 @@ SELECT obligation.provider, obligation.sandbox_id, obligation.run_id, obligation
 FROM {source} AS obligation
 ON CONFLICT (provider, sandbox_id, routing_domain_key) DO NOTHING
 RETURNING sandbox_id
+
+-- fragment: ended_attempt_sandbox(verdict)
+-- CLN-1: the sandbox an ending attempt parked (from the detached suspension parked on it), as a cleanup obligation's
+-- source; `verdict` has run_id, attempt, suspension_json and launch_json. Settlement and suspension both end attempts.
+SELECT {{suspension_provider({verdict}.suspension_json)}} AS provider,
+       {verdict}.suspension_json -> 'runtimeSandboxRef' ->> 'sandboxId' AS sandbox_id,
+       {verdict}.run_id, {verdict}.attempt, {{launch_environment({verdict}.launch_json)}} AS environment,
+       nullif({verdict}.suspension_json -> 'runtimeSandboxRef' ->> 'routingDomain', '') AS routing_domain,
+       {{fresh_cleanup_state()}}
+FROM {verdict}
+WHERE {{parked_on_attempt({verdict})}}
+  AND nullif({verdict}.suspension_json -> 'runtimeSandboxRef' ->> 'sandboxId', '') IS NOT NULL
+
+-- fragment: parked_on_attempt(verdict)
+-- CLN-1: whether the run's detached suspension is parked on `verdict`'s attempt.
+({verdict}.suspension_json ->> 'kind' = 'detached_runner'
+ AND {verdict}.suspension_json -> 'runnerAttempt' = to_jsonb({verdict}.attempt))
+
+-- fragment: unparked_runner_hint(verdict, reported)
+-- CLN-1: a runner reported from a sandbox its attempt never parked (the dispatcher died between start and park): the
+-- sweep finds that sandbox by its run/attempt tags and gives it its cleanup obligation.
+INSERT INTO __schema__.control (key, value_json)
+SELECT {{unreconciled_key({verdict}.run_id, {verdict}.attempt)}},
+       jsonb_build_object('runId', {verdict}.run_id, 'attempt', {verdict}.attempt)
+FROM {verdict}
+WHERE {reported} AND NOT coalesce({{parked_on_attempt({verdict})}}, false)
+ON CONFLICT (key) DO NOTHING

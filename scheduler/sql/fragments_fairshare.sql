@@ -1,15 +1,15 @@
 -- Fragments of fair share (FSH): what the claim, the status read and the operators' reads count alike.
 
 -- fragment: org_active_runs(org_key)
--- FSH-1: an org's active runs (claimed and not yet settled); runs without an org are the org ''. Read through the org active index.
+-- FSH-1: an org's active runs (claimed and not yet settled, not waiting durably: WAIT-6); runs without an org are the org ''. Read through the org holding index.
 (SELECT count(*) FROM __schema__.runs AS active
- WHERE coalesce(active.org_id, '') = {org_key} AND active.status IN ('running', 'waiting'))
+ WHERE coalesce(active.org_id, '') = {org_key} AND {{holds_slot(active)}})
 
 -- fragment: key_active_runs(org_key, concurrency_key)
 -- FSH-2: an org's active runs that hold one concurrency key.
 (SELECT count(*) FROM __schema__.runs AS active
  WHERE coalesce(active.org_id, '') = {org_key} AND active.concurrency_key = {concurrency_key}
-   AND active.status IN ('running', 'waiting'))
+   AND {{holds_slot(active)}})
 
 -- fragment: org_recent_starts(org_key)
 -- FSH-6: an org's claims in the rolling minute before this statement (only rate-limited orgs keep them).
@@ -17,8 +17,9 @@
  WHERE start.org_id = {org_key} AND start.claimed_at > statement_timestamp() - interval '60 seconds')
 
 -- fragment: queued_because(run, default_max_active)
--- FSH-9: why a queued run waits, first reason first: its org is paused, its not-before is ahead, its org is at its cap or start rate, its key is full; else it waits its turn. NULL for a run that is not queued.
+-- FSH-9: why a queued run waits, first reason first: its org is paused, its not-before is ahead, its org is at its cap or start rate, its key is full; else it waits its turn. WAIT-6: a run waiting durably waits for its `event` or `timer`. NULL for any other run that is not queued.
 (SELECT CASE
+            WHEN {{durable_wait({run})}} THEN {run}.suspension_json ->> 'kind'
             WHEN {run}.status <> 'queued' THEN NULL
             WHEN coalesce(limits.paused, false) THEN 'paused'
             WHEN {run}.run_after > statement_timestamp() THEN 'not_before'

@@ -131,9 +131,9 @@ SELECT EXISTS (SELECT 1 FROM bumped) AS current,
        (SELECT to_char(bumped.heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') FROM bumped) AS heartbeat_identity;
 
 -- name: runs_cancel
--- Queue runtime_cancel:<run_id>; a queued run is cancelled at once with its run.cancelled fact and billing job (RUN-7).
+-- Queue runtime_cancel:<run_id>; a queued run, or one waiting durably (WAIT-6: its sandbox is already released), is cancelled at once with its run.cancelled fact and billing job (RUN-7).
 WITH locked_run AS MATERIALIZED (
-    SELECT run.run_id, run.status
+    SELECT run.run_id, run.status, run.suspension_json
     FROM __schema__.runs AS run
     WHERE run.run_id = %(run_id)s::text
     FOR NO KEY UPDATE
@@ -151,7 +151,7 @@ WITH locked_run AS MATERIALIZED (
         terminal_result_json = jsonb_build_object('status', 'cancelled', 'reason', %(reason)s::text),
         finished_at = now(), updated_at = now()
     FROM locked_run
-    WHERE run.run_id = locked_run.run_id AND locked_run.status = 'queued'
+    WHERE run.run_id = locked_run.run_id AND (locked_run.status = 'queued' OR {{durable_wait(locked_run)}})
     RETURNING run.run_id
 ), billing_job AS (
     INSERT INTO __schema__.compute_billing_jobs_v2 (run_id)
@@ -178,6 +178,11 @@ SELECT run.run_id, run.org_id, run.status, run.play_name, run.graph_hash,
        run.run_log_store, run.definition_scope,
        run.created_at, run.updated_at, run.started_at, run.finished_at,
        relation.relnamespace::regnamespace::text AS scheduler_schema,
+       -- WAIT-6: what a durably waiting run waits for, and until when.
+       CASE WHEN {{durable_wait(run)}} THEN jsonb_strip_nulls(jsonb_build_object(
+                'kind', run.suspension_json ->> 'kind', 'key', run.suspension_json ->> 'key',
+                'event', run.suspension_json ->> 'event', 'until', run.wait_deadline,
+                'since', run.suspension_json -> 'suspendedAt')) END AS wait,
        (
            SELECT coalesce(jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
                       'attempt', attempt.attempt, 'status', attempt.status,

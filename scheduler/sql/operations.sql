@@ -20,7 +20,7 @@ WHERE (%(status)s::text IS NULL OR run.status = %(status)s::text)
   AND (%(play_name)s::text IS NULL OR run.play_name = %(play_name)s::text)
   AND (%(created_after)s::timestamptz IS NULL OR run.created_at > %(created_after)s::timestamptz)
   AND (%(queued_because)s::text IS NULL
-       OR (run.status = 'queued'
+       OR ((run.status = 'queued' OR {{durable_wait(run)}})
            AND {{queued_because(run, %(default_max_active)s::integer)}} = %(queued_because)s::text))
   AND (%(cursor_created_at)s::timestamptz IS NULL
        OR (run.created_at, run.run_id) < (%(cursor_created_at)s::timestamptz, %(cursor_run_id)s::text))

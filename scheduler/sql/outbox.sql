@@ -183,7 +183,7 @@ SELECT (SELECT count(*) FROM __schema__.outbox WHERE delivered_at IS NULL) AS ou
        (SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::double precision
         FROM __schema__.outbox WHERE delivered_at IS NULL) AS outbox_oldest_undelivered_seconds,
        (SELECT count(*) FROM __schema__.runs WHERE status = 'queued') AS runs_queued,
-       (SELECT count(*) FROM __schema__.runs WHERE status IN ('running', 'waiting')) AS runs_active,
+       (SELECT count(*) FROM __schema__.runs AS run WHERE {{holds_slot(run)}}) AS runs_active,
        (SELECT count(*) FROM __schema__.sandbox_cleanup_jobs_v2 WHERE status = 'pending') AS cleanup_pending,
        (SELECT count(*) FROM __schema__.sandbox_cleanup_jobs_v2 WHERE status = 'blocked') AS cleanup_blocked,
        (SELECT count(*) FROM __schema__.compute_billing_jobs_v2 WHERE status = 'pending') AS billing_pending;

@@ -1,5 +1,5 @@
 -- name: retention_prune_runs
--- RET-1, RET-3, RET-4: pick up to `batch` runs finished before the cutoff whose every obligation is met (facts delivered, sandboxes confirmed deleted, billing finalized), oldest first through the finished index, from after the last run the previous batch of this pass picked (null: from the oldest; so runs held past retention are walked once a pass, not once a batch); lock them SKIP LOCKED in run-id order; delete each with every row of its own (attempts, facts, receipts, late results, control keys, cleanup jobs, tombstones, events and legacy rows, its billing job, built-in ledger events), children first, and unlink its schedule fire; a run is wholly kept or wholly gone. Its transaction sets scheduler.pruning (the tombstone guards allow this delete only).
+-- RET-1, RET-3, RET-4: pick up to `batch` runs finished before the cutoff whose every obligation is met (facts delivered, sandboxes confirmed deleted, billing finalized), oldest first through the finished index, from after the last run the previous batch of this pass picked (null: from the oldest; so runs held past retention are walked once a pass, not once a batch); lock them SKIP LOCKED in run-id order; delete each with every row of its own (attempts, facts, receipts, durable waits and events sent to it, late results, control keys, cleanup jobs, tombstones, events and legacy rows, its billing job, built-in ledger events), children first, and unlink its schedule fire; a run is wholly kept or wholly gone. Its transaction sets scheduler.pruning (the tombstone guards allow this delete only).
 -- plan: custom
 -- (Planned for its values, a null position folds away and a given one is the finished index's lower bound.)
 WITH candidate AS MATERIALIZED (
@@ -32,6 +32,10 @@ WITH candidate AS MATERIALIZED (
     DELETE FROM __schema__.outbox AS fact WHERE fact.run_id = ANY (ARRAY(SELECT locked.run_id FROM locked)) RETURNING 1
 ), gone_receipts AS (
     DELETE FROM __schema__.receipts AS receipt WHERE receipt.run_id = ANY (ARRAY(SELECT locked.run_id FROM locked)) RETURNING 1
+), gone_waits AS (
+    DELETE FROM __schema__.run_waits AS wait WHERE wait.run_id = ANY (ARRAY(SELECT locked.run_id FROM locked)) RETURNING 1
+), gone_run_events AS (
+    DELETE FROM __schema__.run_events AS sent WHERE sent.run_id = ANY (ARRAY(SELECT locked.run_id FROM locked)) RETURNING 1
 ), gone_late AS (
     DELETE FROM __schema__.late_runner_results AS late WHERE late.run_id = ANY (ARRAY(SELECT locked.run_id FROM locked)) RETURNING 1
 ), gone_events AS (
@@ -60,7 +64,8 @@ SELECT (SELECT count(*) FROM gone_runs) AS runs,
        (SELECT count(*) FROM gone_attempts) + (SELECT count(*) FROM gone_facts) + (SELECT count(*) FROM gone_receipts)
        + (SELECT count(*) FROM gone_late) + (SELECT count(*) FROM gone_control) + (SELECT count(*) FROM gone_events)
        + (SELECT count(*) FROM gone_jobs) + (SELECT count(*) FROM gone_legacy) + (SELECT count(*) FROM gone_billing)
-       + (SELECT count(*) FROM gone_ledger) AS rows,
+       + (SELECT count(*) FROM gone_ledger) + (SELECT count(*) FROM gone_waits) + (SELECT count(*) FROM gone_run_events)
+           AS rows,
        (SELECT count(*) FROM unlinked_fires) AS fires_unlinked;
 
 -- name: retention_prune_billing_items

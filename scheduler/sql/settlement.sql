@@ -46,7 +46,10 @@ WITH item AS MATERIALIZED (
                    WHERE cancel.key = {{cancel_key(target.run_id)}}
                ) THEN 'cancelled'
                WHEN target.result -> 'error' ->> 'code' = ANY (%(retryable_codes)s::text[])
-                    AND target.attempt < target.max_attempts THEN 'retry'
+                    -- WAIT-2: suspended attempts are not failures and do not count against max_attempts.
+                    AND target.attempt - (SELECT count(*) FROM __schema__.attempts AS suspended
+                                          WHERE suspended.run_id = target.run_id AND suspended.status = 'suspended')
+                        < target.max_attempts THEN 'retry'
                ELSE 'failed'
            END AS outcome,
            -- One base time for every fact this statement writes, so their order is causal.
@@ -94,29 +97,11 @@ WITH item AS MATERIALIZED (
     SELECT verdict.run_id FROM verdict WHERE verdict.outcome <> 'retry'
     ON CONFLICT (run_id) DO NOTHING
 ), parked_sandbox AS (
-    -- CLN-1: the attempt's sandbox, from the detached suspension parked on this attempt.
-    SELECT {{suspension_provider(verdict.suspension_json)}} AS provider,
-           verdict.suspension_json -> 'runtimeSandboxRef' ->> 'sandboxId' AS sandbox_id,
-           verdict.run_id, verdict.attempt, {{launch_environment(verdict.launch_json)}} AS environment,
-           nullif(verdict.suspension_json -> 'runtimeSandboxRef' ->> 'routingDomain', '') AS routing_domain,
-           {{fresh_cleanup_state()}}
-    FROM verdict
-    WHERE verdict.suspension_json ->> 'kind' = 'detached_runner'
-      AND verdict.suspension_json -> 'runnerAttempt' = to_jsonb(verdict.attempt)
-      AND nullif(verdict.suspension_json -> 'runtimeSandboxRef' ->> 'sandboxId', '') IS NOT NULL
+    {{ended_attempt_sandbox(verdict)}}
 ), cleanup_obligation AS (
     {{cleanup_obligations_insert(parked_sandbox)}}
 ), unparked_runner AS (
-    -- A runner reported from a sandbox its attempt never parked (the dispatcher died between start and park):
-    -- the sweep finds that sandbox by its run/attempt tags and gives it its cleanup obligation (CLN-1).
-    INSERT INTO __schema__.control (key, value_json)
-    SELECT {{unreconciled_key(verdict.run_id, verdict.attempt)}},
-           jsonb_build_object('runId', verdict.run_id, 'attempt', verdict.attempt)
-    FROM verdict
-    WHERE verdict.runner_reported
-      AND NOT coalesce(verdict.suspension_json ->> 'kind' = 'detached_runner'
-                       AND verdict.suspension_json -> 'runnerAttempt' = to_jsonb(verdict.attempt), false)
-    ON CONFLICT (key) DO NOTHING
+    {{unparked_runner_hint(verdict, verdict.runner_reported)}}
 ), facts AS (
     -- The progress facts in their order, then the terminal fact (or run.attempt_failed on a retry), in one insert.
     INSERT INTO __schema__.outbox (event_id, run_id, event_type, payload_json, lane, created_at)

@@ -107,6 +107,7 @@ def worker_children() -> list[Child]:
         Child("cleanup", command("run_sandbox_cleanup", "--interval", "1")),
         Child("billing", command("finalize_billing", "--interval", "2")),
         Child("schedules", command("run_schedules")),
+        Child("wait-timers", command("run_wait_timers")),
         Child("prune", command("prune_history")),
     ]
 

@@ -183,3 +183,26 @@ def test_a_failed_task_found_by_its_queue__its_page_names_the_exception(browser,
     assert failed.id in rows and rows.count("tests.taskbackend.tasks:noop_task") == 1
     browser.find_element(By.LINK_TEXT, failed.id).click()
     assert "no such mailbox" in browser.page_source
+
+
+@pytest.mark.requirement("WAIT-7")
+def test_a_waiting_run_found_by_its_filter__its_wait_told__ended_from_the_list__audited(browser, live_server):
+    from tests.waits.conftest import suspended_run
+
+    User.objects.create_superuser("ops", "ops@example.com", "pw")
+    waiting = suspended_run()
+    factories.parked_run()  # parked on its runner: not waiting durably, so not listed
+    _log_in(browser, live_server, "ops")
+    browser.get(f"{live_server.url}/admin/scheduler/run/")
+    browser.find_element(By.LINK_TEXT, "an event").click()
+    rows = browser.find_elements(By.CSS_SELECTOR, "#result_list tbody tr")
+    assert len(rows) == 1 and waiting.run_id in rows[0].text
+    rows[0].find_element(By.PARTIAL_LINK_TEXT, waiting.run_id).click()
+    assert browser.find_element(By.XPATH, "//table[@class='run-story']//td[text()='wait approval']")
+    browser.back()
+    browser.find_element(By.CSS_SELECTOR, "input.action-select").click()
+    Select(browser.find_element(By.NAME, "action")).select_by_value("end_waits")
+    browser.find_element(By.CSS_SELECTOR, "button[name=index]").click()
+    assert "resumed" in browser.find_element(By.CSS_SELECTOR, "ul.messagelist").text
+    assert one("SELECT status FROM runs WHERE run_id = %s", [waiting.run_id]) == "queued"
+    assert one("SELECT actor FROM operator_actions WHERE action = 'end_wait'") == "admin:ops"

@@ -1,0 +1,1 @@
+"""Durable waits (WAIT-1..7): a play sleeps or waits for an event with its sandbox released, and resumes."""
