@@ -30,3 +30,24 @@ def test_demo_run__prints_each_status__the_output__then_the_facts_delivered():
     said = [line.split(": ", 1)[1] for line in lines]
     assert said[0].startswith("launched (play scheduler.plays:hello")
     assert said[1:] == ["queued", 'completed: {"greeting": "hello, newcomer"}', "4 facts delivered to the built-in run ledger"]
+
+
+@pytest.mark.requirement("WAIT-7")
+def test_waiting_demo_run__says_it_waits_released__sends_the_approval__the_run_resumes():
+    from scheduler.stack.demo import WaitingDemoRun
+    from tests.waits.conftest import begin, post_suspended, resumed_attempt
+
+    lines = []
+    demo = WaitingDemoRun(lines.append)
+    demo.launch()
+    claimed = factories.claim(demo.run_id)
+    lifecycle.park(demo.run_id, claimed.attempt, claimed.lease_token, {"provider": "local", "sandboxId": "sb"},
+                   heartbeat_timeout_ms=30_000, started_at_ms=0, resource=None)
+    parked = factories.Parked(demo.run_id, claimed.attempt, claimed.lease_token, "sb")
+    assert begin(parked).outcome == "suspend" and post_suspended(parked).run_status == "waiting"
+    demo.poll()
+    said = [line.split(": ", 1)[1] for line in lines]
+    assert said[-2] == "waiting for the event approved with its sandbox released (suspended, not billed)"
+    assert said[-1].startswith("sent the event approved") and said[-1].endswith("resumed in a new sandbox")
+    assert lifecycle.run_status(demo.run_id).status == "queued"
+    assert begin(resumed_attempt(demo.run_id)).output["event"]["payload"] == {"by": "the demo"}

@@ -1,4 +1,5 @@
-"""The newcomer's demo: a run through a local sandbox, and a durable play whose retry skips its finished steps."""
+"""The newcomer's demo: a run through a local sandbox, a durable play whose retry skips its finished steps, and a play
+that waits for an approval with its sandbox released, which the demo then sends."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from scheduler import db
 from scheduler.kinds import TERMINAL_RUN_STATUSES, Provider
 from scheduler.plays import ORDER_STEPS
 from scheduler.runs import lifecycle, receipts
+from scheduler.waits import wakeups
 
 TERMINAL = tuple(status.value for status in TERMINAL_RUN_STATUSES)
 
@@ -77,11 +79,41 @@ class DurableDemoRun(DemoRun):
                      "and ran only the rest")
 
 
+class WaitingDemoRun(DemoRun):
+    """WAIT-1..5: the approval play waits for the event `approved` with its sandbox released; the demo sends it (as
+    `send_event` would) and the run resumes in a new sandbox, its first two steps answered from their receipts."""
+
+    def __init__(self, write):
+        super().__init__(write, "waiting demo run", "scheduler.plays:approval_order", {"order": "A-2"})
+        self.sent = self.summarized = False
+
+    def poll(self) -> None:
+        super().poll()
+        if self.run_id is None or self.summarized:
+            return
+        if self.sent:
+            if self.last in ("completed", "delivered"):
+                self.summarized = True
+                by_attempt = {row["key"]: row["run_attempt"] for row in receipts.receipts_of(self.run_id)}
+                first = [key for key in ORDER_STEPS if by_attempt.get(key) == 1]
+                self.say(f"the resumed attempt answered {', '.join(first)} from their receipts and ran only the rest")
+            return
+        wait = lifecycle.run_status(self.run_id).wait
+        if wait is None:
+            return
+        self.say(f"waiting for the event {wait['event']} with its sandbox released (suspended, not billed)")
+        sent = wakeups.send(wakeups.Event(self.run_id, "approved", {"by": "the demo"}, f"demo-{self.run_id}"))
+        self.sent = True
+        self.say(f"sent the event approved (send_event {self.run_id} approved): "
+                 f"{'resumed in a new sandbox' if sent.resumed else 'kept for its wait'}")
+
+
 class Demo:
     """Every demo run, launched together and polled on the supervisor's tick."""
 
     def __init__(self, write):
-        self.runs = [DemoRun(write, "demo run", "scheduler.plays:hello", {"name": "newcomer"}), DurableDemoRun(write)]
+        self.runs = [DemoRun(write, "demo run", "scheduler.plays:hello", {"name": "newcomer"}), DurableDemoRun(write),
+                     WaitingDemoRun(write)]
 
     def launch(self) -> None:
         for run in self.runs:

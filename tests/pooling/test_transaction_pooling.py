@@ -77,8 +77,9 @@ def _bouncer_or_skip() -> None:
 
 
 def test_the_service_through_pgbouncer_in_transaction_mode(scratch_db, tmp_path):
-    """migrate, the web server and every worker loop through a 4-connection transaction pool; both demo runs
-    (one through a runner killed mid-play and retried) complete and their facts are delivered."""
+    """migrate, the web server and every worker loop through a 4-connection transaction pool; the three demo runs
+    (one through a runner killed mid-play and retried, one waiting for an event with its sandbox released) complete
+    and their facts are delivered."""
     _bouncer_or_skip()
     bouncer = Bouncer(scratch_db.name)
     env = manage_env(bouncer.url, DIRECT_DATABASE_URL=scratch_db.url, SCHEDULER_TRANSACTION_POOLING="true",
@@ -92,19 +93,20 @@ def test_the_service_through_pgbouncer_in_transaction_mode(scratch_db, tmp_path)
         bouncer.start()
         lines = _scheduler_up(env)
         delivered = [line for line in lines if re.search(r"demo run \S+: \d+ facts delivered", line)]
-        assert len(delivered) == 2, lines
+        assert len(delivered) == 3, lines
         assert any("the retry skipped reserve-stock" in line for line in lines), lines
+        assert any("waiting for the event approved with its sandbox released" in line for line in lines), lines
     finally:
         log = bouncer.stop()
     assert "unsupported startup parameter" not in log, log
     with scratch_db.connect(autocommit=True) as conn:
         statuses = conn.execute("SELECT status, count(*) FROM runtime_scheduler.runs GROUP BY 1").fetchall()
         undelivered = conn.execute("SELECT count(*) FROM runtime_scheduler.outbox WHERE delivered_at IS NULL")
-        assert statuses == [("completed", 2)] and undelivered.fetchone()[0] == 0
+        assert statuses == [("completed", 3)] and undelivered.fetchone()[0] == 0
 
 
 def _scheduler_up(env: dict) -> list[str]:
-    """Run scheduler_up until both demo runs' facts are delivered; its output lines."""
+    """Run scheduler_up until the demo runs' facts are delivered; its output lines."""
     port = free_port()
     process = subprocess.Popen(manage_command("scheduler_up", "--bind", f"127.0.0.1:{port}"), env=env,
                                cwd=PROJECT_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -113,7 +115,7 @@ def _scheduler_up(env: dict) -> list[str]:
     reader.start()
     try:
         wait_for(lambda: process.poll() is not None
-                 or sum("facts delivered" in line for line in lines) >= 2, "both demo runs delivered", seconds=180)
+                 or sum("facts delivered" in line for line in lines) >= 3, "the demo runs delivered", seconds=180)
         assert process.poll() is None, "".join(lines)
     finally:
         if process.poll() is None:
