@@ -20,7 +20,7 @@ from pathlib import Path
 import harness
 
 BENCHES = ("lifecycle", "discovery", "dispatch", "outbox", "cleanup", "receipts", "soak", "cost", "fairness",
-           "schedules", "tasks", "retention", "soak --find-max")
+           "schedules", "tasks", "retention", "waits", "soak --find-max")
 RESULTS = harness.PROJECT_DIR / "bench" / "results"
 
 
