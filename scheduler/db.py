@@ -150,12 +150,28 @@ def run(
             try:
                 return _execute(cursor, name, text, arguments, prepare=prepare,
                                 session_mode=session_mode, local_mode=local_mode, reset_mode=reset_mode)
-            except psycopg.Error:
+            except psycopg.Error as error:
                 # As Django's error wrapper would: the end of the request or tick
                 # then checks the connection and closes it if it is broken.
                 connection.errors_occurred = True
+                if error.sqlstate in MOVED_PRIMARY_STATES:
+                    # HA-1: this server is, or became, a standby (a demoted primary): it still answers, so nothing
+                    # would close the connection; closed at the end of the request or tick instead, the next one goes
+                    # (target_session_attrs=read-write) to whichever server is the primary now.
+                    connection.close_at = 0.0
                 raise
 
+
+# HA-1: what a server answers a write it will not take because it is in recovery (read_only_sql_transaction).
+MOVED_PRIMARY_STATES = frozenset({"25006"})
+
+
+def drop_moved_connections() -> None:
+    """HA-1: close now each connection a read-only refusal marked (outside a transaction), so the next statement,
+    this request's retry or the next request, connects to the primary; the API calls it when it answers 503."""
+    for connection in connections.all(initialized_only=True):
+        if connection.close_at == 0.0 and not connection.in_atomic_block:
+            connection.close()
 
 # The alias DIRECT_DATABASE_URL configures (config/settings.py): a session of its own, past any pooler.
 DIRECT_ALIAS = "direct"

@@ -195,9 +195,15 @@ def listen(channel: str, stopping: threading.Event, wake: threading.Event, logge
                     conn.execute(f'LISTEN "{channel}"')
                     failures = 0
                     wake.set()  # whatever was notified while it was not listening
+                    quiet = 0
                     while not stopping.is_set():
                         for _ in conn.notifies(timeout=1.0, stop_after=1):
                             wake.set()
+                            quiet = -1
+                        quiet += 1
+                        if quiet >= RECOVERY_CHECK_QUIET_S:
+                            quiet = 0
+                            _still_primary(conn)
             except psycopg.Error as error:
                 failures += 1
                 if failures == 1:
@@ -207,6 +213,18 @@ def listen(channel: str, stopping: threading.Event, wake: threading.Event, logge
     thread = threading.Thread(target=serve, name=f"listen-{channel}", daemon=True)
     thread.start()
     return thread
+
+
+# HA-1: after this many quiet seconds a LISTEN session asks whether its server is still the primary. A standby (a
+# demoted primary that kept its sessions) never delivers the new primary's notifications: it is left for the primary.
+RECOVERY_CHECK_QUIET_S = 5
+
+
+def _still_primary(conn) -> None:
+    import psycopg
+
+    if conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]:
+        raise psycopg.OperationalError("the server listened to is in recovery (a standby now)")
 
 
 def install_signals(stopping: threading.Event, wake: threading.Event, logger: logging.Logger, name: str) -> None:

@@ -63,7 +63,7 @@ def test_the_design_lives_in_the_repository():
 
 
 def test_requirement_ids_in_the_code_are_defined_in_the_docs():
-    defined = set(re.findall(r"\*\*([A-Z]{3,4}-\d+)\*\*", (PROJECT / "docs" / "requirements.md").read_text()))
+    defined = set(re.findall(r"\*\*([A-Z]{2,4}-\d+)\*\*", (PROJECT / "docs" / "requirements.md").read_text()))
     cited = set()
     for path in [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.sql")]:
         cited |= set(re.findall(r"\b(SCH|ADM|RUN|TRM|SWP|OBX|CLN|BIL|RCP|FSH|SCD|RET|TSK|PRV|APP|WAIT|HA)-(\d+)\b", path.read_text()))
@@ -103,7 +103,7 @@ def test_every_requirement_is_shown_by_a_test_marked_with_it():
     """Each requirement has a test marked `@pytest.mark.requirement("ID")`, the test that fails when the
     requirement's behaviour is removed (a reviewer starts from the id); a mention in a docstring counts for nothing.
     A mark, or a mention, names only real ids."""
-    defined = re.findall(r"\*\*([A-Z]{3,4}-\d+)\*\*", (PROJECT / "docs" / "requirements.md").read_text())
+    defined = re.findall(r"\*\*([A-Z]{2,4}-\d+)\*\*", (PROJECT / "docs" / "requirements.md").read_text())
     marked = _marked_requirements()
     assert [requirement for requirement in defined if requirement not in marked] == []
     mentioned = set()

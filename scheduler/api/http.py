@@ -17,12 +17,15 @@ from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from scheduler.conf import scheduler_settings
-from scheduler import validation
+from scheduler import db, validation
 from scheduler.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge, SchedulerError, Unauthorized
 from scheduler.faults import describe
 
 # The database cannot be reached (down, restarting, connection lost): the client may retry.
-UNAVAILABLE = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
+# HA-1: a server that became a standby refuses writes (ReadOnlySqlTransaction) until the connection moves to the new
+# primary (db.py closes it after the request): "retry later", like a server that cannot be reached.
+UNAVAILABLE = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError,
+               psycopg.errors.ReadOnlySqlTransaction)
 
 logger = logging.getLogger("scheduler.api")
 
@@ -127,6 +130,7 @@ def api_view(*methods: str):
                 return error_response(error)
             except UNAVAILABLE as error:
                 logger.warning("api %s %s: database unavailable: %s", request.method, request.path, describe(error))
+                db.drop_moved_connections()
                 response = JsonResponse({"error": "database_unavailable", "field": None,
                                          "message": "the scheduler's database cannot be reached; retry later"}, status=503)
                 response["Retry-After"] = "1"

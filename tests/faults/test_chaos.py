@@ -26,8 +26,11 @@ WORKERS = ("dispatch_runs", "run_liveness_sweep", "drain_outbox", "run_sandbox_c
 
 
 class Stack:
-    def __init__(self, tmp_path):
-        self.server = PrivateServer(tmp_path)
+    """scheduler_up on `server` (a PrivateServer of its own unless given: a failover formation, say), whose `url` it
+    is given as DATABASE_URL and whose `query` reads it."""
+
+    def __init__(self, tmp_path, server=None):
+        self.server = server or PrivateServer(tmp_path)
         self.sandboxes = tmp_path / "sandboxes"
         self.log_path = tmp_path / "scheduler_up.log"
         self.port = free_port()

@@ -1,0 +1,48 @@
+"""HA-1: a process whose server stops taking writes (a demoted primary that keeps its sessions) moves on: the write
+is refused (a 503 with Retry-After on the API), the connection is dropped at the end of the tick or the request, and
+the next one is opened afresh, which libpq's target_session_attrs=read-write points at the primary."""
+
+import psycopg
+import pytest
+from django.db import connection
+
+from scheduler import db
+from tests import factories
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _backend_pid() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+
+def _read_only_session() -> int:
+    """This session now refuses writes, as a server turned standby would; its backend pid."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET default_transaction_read_only = on")
+    return _backend_pid()
+
+
+@pytest.mark.requirement("HA-1")
+def test_a_loop_whose_write_is_refused_as_read_only__reconnects_before_its_next_tick():
+    before = _read_only_session()
+    with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+        factories.launch()
+    db.refresh_connections(0.0)  # what a loop does before its next tick
+    assert _backend_pid() != before
+    assert factories.launch()  # the new session takes writes
+
+
+@pytest.mark.requirement("HA-1")
+def test_an_api_write_refused_as_read_only__503_retry_after__the_next_request_reconnects(client, settings):
+    settings.SCHEDULER_INTERNAL_TOKEN = "t"
+    before = _read_only_session()
+    refused = client.post("/internal/runs", data={"playName": "scheduler.plays:hello"}, content_type="application/json",
+                          HTTP_AUTHORIZATION="Bearer t")
+    assert refused.status_code == 503 and refused["Retry-After"] == "1", refused.content
+    assert refused.json()["error"] == "database_unavailable"
+    taken = client.post("/internal/runs", data={"playName": "scheduler.plays:hello"}, content_type="application/json",
+                        HTTP_AUTHORIZATION="Bearer t")
+    assert taken.status_code == 201 and _backend_pid() != before
