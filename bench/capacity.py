@@ -232,6 +232,19 @@ def statement_time() -> tuple[float, list[tuple]]:
         return total, cursor.fetchall()
 
 
+def commits_and_wal() -> tuple[int, int]:
+    """The database's commits so far (pg_stat_database) and the WAL insert position (bytes): read before and after
+    a step, their differences per run are what a run costs in commits and WAL (each backend reports its commits
+    within a second of making them: a step of 10 s or more reads them to within a tenth)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT xact_commit, pg_current_wal_insert_lsn() - '0/0'::pg_lsn FROM pg_stat_database "
+                       "WHERE datname = current_database()")
+        commits, wal = cursor.fetchone()
+    return int(commits), int(wal)
+
+
 def reset_statements() -> None:
     from django.db import connection
 

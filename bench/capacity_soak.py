@@ -24,16 +24,19 @@ def measure_step(load, stack, pgdata: Path, rate: float, seconds: float) -> dict
     time.sleep(WARM_UP_S)
     capacity.reset_statements()
     since, cpu, server, python = time.time(), stack.cpu(), capacity.server_cpu(pgdata), time.process_time()
+    commits, wal = capacity.commits_and_wal()
     time.sleep(seconds)
     seen = capacity.window(since)
     statements, top = capacity.statement_time()
     workers = stack.cpu()
     done = max(seen["finished"], 1)
+    commits_after, wal_after = capacity.commits_and_wal()
     cpu_ms = {kind: (workers[kind] - cpu[kind]) * 1000 / done for kind in workers}
     cpu_ms["postgres"] = (capacity.server_cpu(pgdata) - server) * 1000 / done
     cpu_ms["bench (launches, runners)"] = (time.process_time() - python) * 1000 / done
     completed = seen["finished"] / seconds
     return {"offered": rate, "completed": completed, "lag_s": seen["lag_s"], "statement_ms": statements / done,
+            "commits": (commits_after - commits) / done, "wal_kb": (wal_after - wal) / done / 1024,
             "top": [(calls, total / done, text) for calls, total, text in top], "cpu_ms": cpu_ms,
             "sustained": completed >= 0.95 * rate and seen["lag_s"] <= 1.0}
 
@@ -43,8 +46,10 @@ def find_max(load, stack, pgdata: Path, seconds: float) -> tuple[dict | None, li
     for _ in range(MOST_STEPS):
         step = measure_step(load, stack, pgdata, rate, seconds)
         steps.append(step)
-        print(f"  offered {rate:6.1f}/s: completed {step['completed']:6.1f}/s, lag p99 {step['lag_s'] * 1000:6.0f} ms, "
-              f"{step['statement_ms']:.2f} ms of statements a run", flush=True)
+        # Cost per run against load (issue 47): what a run costs the database at each offered rate.
+        print(f"  offered {rate:6.1f}/s: completed {step['completed']:6.1f}/s, lag p99 {step['lag_s'] * 1000:6.0f} ms; "
+              f"a run: PostgreSQL CPU {step['cpu_ms']['postgres']:.2f} ms, statements {step['statement_ms']:.2f} ms, "
+              f"{step['commits']:.1f} commits, {step['wal_kb']:.1f} KB of WAL", flush=True)
         if not step["sustained"]:
             break
         best, rate = step, rate * GROWTH
@@ -146,4 +151,8 @@ def report(args, best, steps, held, minutes, rates, events, finished, kept) -> N
                    series={"offered": [step["offered"] for step in steps],
                            "completed": [step["completed"] for step in steps],
                            "lag_p99_ms": [step["lag_s"] * 1000 for step in steps],
+                           "postgres_cpu_ms": [step["cpu_ms"]["postgres"] for step in steps],
+                           "statement_ms": [step["statement_ms"] for step in steps],
+                           "commits": [step["commits"] for step in steps],
+                           "wal_kb": [step["wal_kb"] for step in steps],
                            "chaos_completed_per_second": rates, "window_seconds": KILL_EVERY_S})

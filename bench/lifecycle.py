@@ -212,12 +212,21 @@ def cycle_rows(rows: list, cycled: dict[str, list[float]], *, peers: bool) -> No
                  measured(cycled["ours"]), "", ""))
     cores = f"of {os.cpu_count() * 1000 / max(harness.median(cycled['ours']), 1):.2f} ms the machine's {os.cpu_count()} cores have a run"
     rows.append(cpu_row("  CPU per run: Python workers / the rest (PostgreSQL) (ms)", CYCLE_CPU[:harness.REPETITIONS], cores))
+    ours_cpu = harness.median([drain["python_ms"] + drain["rest_ms"] for drain in CYCLE_CPU[:harness.REPETITIONS]])
     for peer in PEERS if peers else ():  # the peer's rate as the value (what the report plots)
+        # The rate is judged against procrastinate only: against pgqueuer it was the wrong target (a run writes an
+        # attempt, facts, a billing job and a cleanup obligation under per-run fences; a no-op job writes one row),
+        # which issues 32 and 35 measured. What each costs the machine is judged against both, below.
         rows.append((f"  vs {peer}, 8 workers (jobs/s)", f"{harness.median(cycled[peer]):.0f}",
                      f"{peer} {measured(cycled[peer])}",
-                     f"{harness.median(cycled['ours']) / harness.median(cycled[peer]):.2f}", ">= 1.50"))
+                     f"{harness.median(cycled['ours']) / harness.median(cycled[peer]):.2f}",
+                     ">= 1.50" if peer == "procrastinate" else ""))
         rows.append(cpu_row(f"    {peer}'s CPU per job: its process / the rest (PostgreSQL) (ms)", PEER_CPU[(peer, 1)],
                             "read as ours is"))
+        theirs = harness.median([drain["python_ms"] + drain["rest_ms"] for drain in PEER_CPU[(peer, 1)]])
+        rows.append((f"    the machine's CPU per run against {peer}'s per job (ms)", f"{ours_cpu:.2f}",
+                     f"{peer} {theirs:.2f} (medians of interleaved repetitions)", f"{ours_cpu / theirs:.2f}",
+                     "<= 1.00"))
     rows.append((f"  each in its production shape: one dispatcher claiming its free slots of {SLOTS} (runs/s)",
                  f"{harness.median(cycled['ours, one claimer']):.0f}", measured(cycled["ours, one claimer"]), "", ""))
     if peers:

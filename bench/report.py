@@ -58,7 +58,7 @@ def plot(tables: list[dict], stem: Path) -> list[Path]:
     matplotlib.use("Agg")  # files only, no display
     from matplotlib import pyplot
 
-    figure, axes = pyplot.subplots(3, 2, figsize=(13, 12.5))
+    figure, axes = pyplot.subplots(4, 2, figsize=(13, 16.5))
     lifecycle = _rows(tables, "lifecycle")
     cycle = [(row[0], _number(row[1])) for row in lifecycle if row[0].startswith(("full cycle", "  vs"))]
     if cycle:
@@ -88,7 +88,9 @@ def plot(tables: list[dict], stem: Path) -> list[Path]:
         axes[1][1].plot(seconds, soak["completed_per_second"], marker=".")
         axes[1][1].set_ylim(bottom=0)
     axes[1][1].set_title("soak: completed runs per second over time (s)")
-    plot_capacity(axes[2], next((table["series"] for table in tables if "offered" in table["series"]), {}))
+    capacity = next((table["series"] for table in tables if "offered" in table["series"]), {})
+    plot_capacity(axes[2], capacity)
+    plot_cost_by_load(axes[3], capacity)
     figure.suptitle(f"run scheduler benchmarks, {stem.name}")
     figure.tight_layout()
     path = stem.with_suffix(".png")
@@ -111,6 +113,21 @@ def plot_capacity(axes, capacity: dict) -> None:
         axes[1].plot([capacity["window_seconds"] * (index + 1) for index in range(len(rates))], rates, marker=".")
         axes[1].set_ylim(bottom=0)
     axes[1].set_title("capacity: 80% of it under chaos, runs/s over time (s)")
+
+
+def plot_cost_by_load(axes, capacity: dict) -> None:
+    """What a whole run costs the database at each offered rate of the capacity search (issue 47: it should fall)."""
+    if capacity.get("postgres_cpu_ms"):
+        axes[0].plot(capacity["offered"], capacity["postgres_cpu_ms"], marker="o", label="PostgreSQL CPU (ms)")
+        axes[0].plot(capacity["offered"], capacity["statement_ms"], marker="o", label="statement time (ms)")
+        axes[0].legend()
+        axes[0].set_ylim(bottom=0)
+        axes[1].plot(capacity["offered"], capacity["commits"], marker="o", label="commits")
+        axes[1].plot(capacity["offered"], capacity["wal_kb"], marker="o", label="WAL (KB)")
+        axes[1].legend()
+        axes[1].set_ylim(bottom=0)
+    axes[0].set_title("capacity: database time per whole run by offered rate")
+    axes[1].set_title("capacity: commits and WAL per whole run by offered rate")
 
 
 def main():
