@@ -153,14 +153,6 @@ class WaitOutcome(enum.StrEnum):
     SUSPEND = "suspend"      # not yet: the play ends its attempt with a suspended result
 
 
-class SuspendOutcome(enum.StrEnum):
-    """WAIT-2: what a suspended result did to its run."""
-
-    WAITING = "waiting"      # the run waits, its sandbox released
-    RESUMED = "resumed"      # what it waits for was already there: queued again at once
-    CANCELLED = "cancelled"  # a cancel was queued: settled at once
-
-
 class FailureCode(enum.StrEnum):
     """Error codes the scheduler itself writes into a terminal result."""
 

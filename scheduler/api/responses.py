@@ -123,3 +123,11 @@ def org_limits(state) -> dict:
     return {"orgId": state.org_id, "maxActive": state.max_active, "maxStartsPerMinute": state.max_starts_per_minute,
             "paused": state.paused, "weight": state.weight, "reason": state.reason, "active": state.active,
             "queued": state.queued}
+
+
+def wait_answer(answer) -> dict:
+    """WAIT-1: what the play's wait step is told: `completed` with the stored output, or `suspend`."""
+    reply = {"outcome": answer.outcome, "kind": answer.kind, "event": answer.event_name, "until": _iso(answer.deadline)}
+    if answer.outcome == "completed":
+        reply["output"] = answer.output
+    return reply

@@ -2,7 +2,7 @@
 
 from django.http import JsonResponse
 
-from scheduler.api import wait_parsing
+from scheduler.api import responses, wait_parsing
 from scheduler.api.auth import require_internal_token
 from scheduler.api.http import api_view, json_body
 from scheduler.api.views_runner import authorized
@@ -14,12 +14,7 @@ from scheduler.waits import suspension, wakeups
 def begin_wait(request):
     """WAIT-1: {outcome: completed, output} when the wait is satisfied, else {outcome: suspend, wait}."""
     body, identity = authorized(request)
-    answer = suspension.begin(Caller(*identity), wait_parsing.wait_request(body))
-    reply = {"outcome": answer.outcome, "kind": answer.kind, "event": answer.event_name,
-             "until": answer.deadline.isoformat().replace("+00:00", "Z") if answer.deadline else None}
-    if answer.outcome == "completed":
-        reply["output"] = answer.output
-    return JsonResponse(reply)
+    return JsonResponse(responses.wait_answer(suspension.begin(Caller(*identity), wait_parsing.wait_request(body))))
 
 
 @api_view("POST")

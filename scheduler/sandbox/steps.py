@@ -56,15 +56,20 @@ def _config() -> RunnerConfig:
         raise StepError(f"step() runs inside a play started by the scheduler's runner ({missing} is not set)") from None
 
 
-def _call(config: RunnerConfig, operation: str, body: dict) -> dict:
+def _post(config: RunnerConfig, path: str, body: dict, what: str) -> dict:
+    """A step call on this attempt's behalf: its answer, or StepFenced (no longer current) / StepError (refused)."""
     identity = {"runId": config.run_id, "attempt": config.attempt, "leaseToken": config.lease_token}
-    status, answer = exchange(config, f"/internal/runner/receipts/{operation}", {**identity, **body})
+    status, answer = exchange(config, path, {**identity, **body})
     if status == 409 and (answer or {}).get("error") == "attempt_not_current":
-        raise StepFenced(f"attempt {config.attempt} is no longer current; step {body.get('key')!r} not run")
+        raise StepFenced(f"attempt {config.attempt} is no longer current; {what} not run")
     if status is None or status >= 400:
-        detail = (answer or {}).get("message", "no answer")
-        raise StepError(f"receipt {operation} for step {body.get('key')!r} refused ({status}): {detail}")
-    return answer["receipt"]
+        raise StepError(f"{what} refused ({status}): {(answer or {}).get('message', 'no answer')}")
+    return answer
+
+
+def _call(config: RunnerConfig, operation: str, body: dict) -> dict:
+    return _post(config, f"/internal/runner/receipts/{operation}", body,
+                 f"receipt {operation} for step {body.get('key')!r}")["receipt"]
 
 
 def _lease_ms(config: RunnerConfig) -> int:
@@ -183,13 +188,7 @@ def _seconds_ms(seconds: Any, name: str) -> int:
 
 def _begin(key: str, body: dict) -> Any:
     """The wait's stored result when it is satisfied; raises Suspended when it is not (the attempt then ends)."""
-    config = _config()
-    identity = {"runId": config.run_id, "attempt": config.attempt, "leaseToken": config.lease_token}
-    status, answer = exchange(config, "/internal/runner/waits/begin", {**identity, "key": key, **body})
-    if status == 409 and (answer or {}).get("error") == "attempt_not_current":
-        raise StepFenced(f"attempt {config.attempt} is no longer current; wait {key!r} not begun")
-    if status is None or status >= 400:
-        raise StepError(f"wait {key!r} refused ({status}): {(answer or {}).get('message', 'no answer')}")
+    answer = _post(_config(), "/internal/runner/waits/begin", {"key": key, **body}, f"wait {key!r}")
     if answer["outcome"] == "completed":
         return answer["output"]
     raise Suspended(key)

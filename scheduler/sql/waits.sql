@@ -71,8 +71,8 @@ prior AS MATERIALIZED (
     ON CONFLICT (run_id, key) DO NOTHING
 )
 SELECT EXISTS (SELECT 1 FROM fence) AS current,
-       CASE WHEN answer.standing IN ('done', 'conflict') THEN answer.standing
-            WHEN answer.output IS NOT NULL THEN 'completed'
+       CASE WHEN answer.standing = 'conflict' THEN 'conflict'
+            WHEN answer.standing = 'done' OR answer.output IS NOT NULL THEN 'completed'
             WHEN answer.standing = 'open' THEN 'suspend' END AS outcome,
        CASE WHEN answer.standing = 'done' THEN (SELECT prior.output_json FROM prior) ELSE answer.output END AS output,
        answer.kind, answer.event_name, answer.deadline

@@ -98,6 +98,8 @@ class WaitingDemoRun(DemoRun):
                 first = [key for key in ORDER_STEPS if by_attempt.get(key) == 1]
                 self.say(f"the resumed attempt answered {', '.join(first)} from their receipts and ran only the rest")
             return
+        if self.last != "waiting":  # parked on its runner, or waiting durably: only then can it wait for the event
+            return
         wait = lifecycle.run_status(self.run_id).wait
         if wait is None:
             return

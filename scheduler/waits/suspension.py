@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler import db
-from scheduler.errors import Conflict, LeaseMismatch, NotFound
+from scheduler.errors import Conflict
 from scheduler.kinds import SUSPENSION_FALLBACK_PROVIDER, WaitKind, WaitOutcome
 from scheduler.runs.receipts import AttemptNotCurrent, Caller
-from scheduler.runs.settlement import Settlement, TerminalAnswer, keep_late_result
+from scheduler.runs.settlement import Settled, Settlement, TerminalAnswer, ingest_runner_terminal
 
 
 class WaitKeyConflict(Conflict):
@@ -58,26 +58,20 @@ def begin(caller: Caller, wait: Wait) -> WaitAnswer:
     if row["outcome"] == "conflict":
         raise WaitKeyConflict(f"key {wait.key[:80]!r} is already a step's, or a wait for something else",
                               field="key")
-    outcome = WaitOutcome.COMPLETED if row["outcome"] in ("completed", "done") else WaitOutcome.SUSPEND
-    return WaitAnswer(outcome, row["output"], row["kind"], row["event_name"], row["deadline"])
+    return WaitAnswer(WaitOutcome(row["outcome"]), row["output"], row["kind"], row["event_name"], row["deadline"])
 
 
 def suspend(item: Settlement, key: str) -> TerminalAnswer:
-    """WAIT-2: the runner's suspended result, recorded and settled in one statement. 404 unknown attempt, 409 lease
-    mismatch; a result that finds a verdict already settled its attempt is kept beside it (late), as a terminal is;
-    409 when the attempt is current but has no open wait of that key."""
-    row = db.fetch_one("attempts_suspend", {
-        "run_id": item.run_id, "attempt": item.attempt, "lease_token": item.lease_token, "key": key,
-        "result": json.dumps(item.result), "fallback_provider": SUSPENSION_FALLBACK_PROVIDER,
-    })
-    if not row["attempt_exists"]:
-        raise NotFound(f"attempt {item.attempt} of run {item.run_id} not found")
-    if not row["lease_matches"]:
-        raise LeaseMismatch(f"lease does not match attempt {item.attempt} of run {item.run_id}")
-    if row["current"] and row["outcome"] is None:
-        raise NoOpenWait(f"run {item.run_id} has no open wait {key[:80]!r} to suspend on", field="result.wait.key")
-    if row["recorded"] and not row["is_this_result"]:
-        run_status = keep_late_result(item)
-        if run_status is not None:
-            return TerminalAnswer(False, False, run_status, late=True)
-    return TerminalAnswer(row["recorded"], row["run_status"] is not None, row["run_status"])
+    """WAIT-2: the runner's suspended result, recorded and settled in one statement, answered as any terminal is
+    (404 unknown attempt, 409 lease mismatch, kept beside a verdict that settled the attempt first); 409 when the
+    attempt is current but has no open wait of that key."""
+    def settle(item: Settlement) -> Settled:
+        row = db.fetch_one("attempts_suspend", {
+            "run_id": item.run_id, "attempt": item.attempt, "lease_token": item.lease_token, "key": key,
+            "result": json.dumps(item.result), "fallback_provider": SUSPENSION_FALLBACK_PROVIDER,
+        })
+        if row.pop("current") and row["outcome"] is None:
+            raise NoOpenWait(f"run {item.run_id} has no open wait {key[:80]!r} to suspend on", field="result.wait.key")
+        return Settled(item.run_id, item.attempt, **row)
+
+    return ingest_runner_terminal(item, settle=settle)

@@ -74,7 +74,7 @@ class Formation:
             subprocess.run(self._command(*args), env=self._env(), cwd=self.root, stdout=log, stderr=subprocess.STDOUT,
                            check=True, timeout=180)
 
-    def _spawn(self, name: str, *args: str) -> subprocess.Popen:
+    def _spawn(self, *args: str) -> subprocess.Popen:
         with open(self.log, "a") as log:
             return subprocess.Popen(self._command(*args), env=self._env(), cwd=self.root, stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True)
@@ -82,7 +82,7 @@ class Formation:
     def _create_monitor(self) -> None:
         self._autoctl("create", "monitor", "--pgdata", str(self.root / "monitor"), "--pgport", str(self.ports["monitor"]),
                       "--hostname", "127.0.0.1", "--auth", "trust", "--no-ssl", "--pgctl", str(PG_BIN / "pg_ctl"))
-        self.monitor = self._spawn("monitor", "run", "--pgdata", str(self.root / "monitor"))
+        self.monitor = self._spawn("run", "--pgdata", str(self.root / "monitor"))
         self.wait_for(lambda: self._answers(self.ports["monitor"], "pg_auto_failover"), "the monitor answering", 60)
         with psycopg.connect(self._url(self.ports["monitor"], "pg_auto_failover"), autocommit=True) as conn:
             for setting, value in FAST_FAILOVER.items():
@@ -92,7 +92,7 @@ class Formation:
     def _create_node(self, name: str) -> None:
         monitor = self._url(self.ports["monitor"], "pg_auto_failover", user="autoctl_node") + "?sslmode=disable"
         self.nodes[name] = self._spawn(
-            name, "create", "postgres", "--pgdata", str(self.root / name), "--pgport", str(self.ports[name]),
+            "create", "postgres", "--pgdata", str(self.root / name), "--pgport", str(self.ports[name]),
             "--hostname", "127.0.0.1", "--name", name, "--auth", "trust", "--no-ssl", "--monitor", monitor,
             "--pgctl", str(PG_BIN / "pg_ctl"), "--run")
 
@@ -112,7 +112,7 @@ class Formation:
 
     def rejoin(self, name: str) -> None:
         """Start a lost node again: its keeper asks the monitor, which demotes it to a standby of the new primary."""
-        self.nodes[name] = self._spawn(name, "run", "--pgdata", str(self.root / name))
+        self.nodes[name] = self._spawn("run", "--pgdata", str(self.root / name))
 
     def stop(self) -> None:
         for process in [*self.nodes.values(), self.monitor]:
