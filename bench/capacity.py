@@ -195,7 +195,7 @@ class Load:
             parked = cursor.fetchall()
         for run_id, attempt, lease in parked:
             for _ in range(3):
-                lifecycle.heartbeat(run_id, attempt, lease)
+                beats.heartbeat(run_id, attempt, lease)
         if parked:
             settlement.settle_attempts([settlement.Settlement(run_id, attempt, lease, RESULT, from_runner=True)
                                         for run_id, attempt, lease in parked])

@@ -80,7 +80,7 @@ def private_server():
 def one_run(fake, index: int, measure, receiver: dict) -> str:
     from scheduler.cleanup import billing_sweep, sandbox_sweep
     from scheduler.outbox import drainer
-    from scheduler.runs import lifecycle, settlement
+    from scheduler.runs import beats, lifecycle, settlement
 
     request = lifecycle.LaunchRequest(play_name="cost:play", org_id=ORG,
                                       launch={"sandboxProvider": "daytona", **receiver}, max_attempts=1)
@@ -93,7 +93,7 @@ def one_run(fake, index: int, measure, receiver: dict) -> str:
     measure("park", lambda: lifecycle.park(run_id, claim.attempt, claim.lease_token, ref, heartbeat_timeout_ms=60_000,
                                            started_at_ms=now_ms, resource={**ref, "billingStartedAt": now_ms,
                                                                            "cpu": 1, "memoryMb": 1024}))
-    measure("heartbeats x3", lambda: [lifecycle.heartbeat(run_id, claim.attempt, claim.lease_token) for _ in range(3)])
+    measure("heartbeats x3", lambda: [beats.heartbeat(run_id, claim.attempt, claim.lease_token) for _ in range(3)])
     result = {"status": "completed", "output": {"ok": True},
               "stats": {"runtimeResources": {"cpuMs": 1, "wallMs": 1, "peakMemoryBytes": 1}}}
     measure("settle", lambda: settlement.settle_attempts(

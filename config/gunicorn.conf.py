@@ -18,11 +18,12 @@ wsgi_app = "config.wsgi:application"
 
 
 def worker_exit(server, worker):
-    """A worker that stops settles what its batch settler still holds before it goes (requests already
-    answered are never left unsettled)."""
-    from scheduler.runs import settler
+    """A worker that stops settles (and bumps) what its group settler and heartbeater still hold before it goes
+    (requests already answered are never left undone)."""
+    from scheduler.runs import beats, settler
 
     settler.close_shared()
+    beats.close_shared()
 
 
 def post_worker_init(worker):

@@ -234,6 +234,7 @@ class SchedulerSettings:
     cleanup_lease_seconds = Setting(120, _integer(1))
     billing_lease_seconds = Setting(300, _integer(1))
     settle_batch_size = Setting(32, _integer(1, 500))
+    heartbeat_batch_size = Setting(32, _integer(1, 500))
     heartbeat_timeout_ms = Setting(60_000, _integer(1))
     max_request_bytes = Setting(1024 * 1024, _integer(1024))
     default_provider = Setting(Provider.LOCAL.value, _one_of(values(Provider)))

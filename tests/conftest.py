@@ -19,6 +19,7 @@ def scratch_db():
 def _stop_the_shared_settler():
     """A test that settled through the web path leaves no settler thread (and connection) behind."""
     yield
-    from scheduler.runs import settler
+    from scheduler.runs import beats, settler
 
     settler.close_shared()
+    beats.close_shared()

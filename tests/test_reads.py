@@ -9,7 +9,7 @@ from django.db import connection
 
 from scheduler import messages
 from scheduler.errors import InvalidInput
-from scheduler.runs import admission, lifecycle, liveness, reads, settlement
+from scheduler.runs import admission, beats, lifecycle, liveness, reads, settlement
 from scheduler.outbox import claims
 from tests import factories
 from tests.factories import one, query
@@ -32,7 +32,7 @@ def api(client, settings):
 
 def test_runner_liveness__heartbeat_identity_to_the_microsecond(api):
     parked = factories.parked_run()
-    beat = lifecycle.heartbeat(parked.run_id, 1, parked.lease_token)
+    beat = beats.heartbeat(parked.run_id, 1, parked.lease_token)
     found = reads.runner_liveness(parked.run_id, 1)
     assert found.status == "waiting" and found.heartbeat_identity == beat.heartbeat_identity
     status, body = api(f"/internal/runs/{parked.run_id}/attempts/1/liveness")

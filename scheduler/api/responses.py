@@ -6,7 +6,8 @@ import datetime as dt
 
 from scheduler.runs.admission import Admission
 from scheduler.runs.receipts import ReceiptAnswer
-from scheduler.runs.lifecycle import CancelOutcome, Heartbeat, RunSnapshot, Standing
+from scheduler.runs.beats import Heartbeat
+from scheduler.runs.lifecycle import CancelOutcome, RunSnapshot, Standing
 from scheduler.runs.settlement import TerminalAnswer
 
 

@@ -8,7 +8,7 @@ from scheduler.api.http import api_view, json_body
 from scheduler.errors import NotFound
 from scheduler.providers import checking
 from scheduler.kinds import ResultStatus
-from scheduler.runs import lifecycle, settlement, settler
+from scheduler.runs import beats, settlement, settler
 from scheduler.waits import suspension
 
 
@@ -25,8 +25,8 @@ def heartbeat(request):
     _, (run_id, attempt, lease_token) = authorized(request)
     if checking.is_check(run_id):  # PRV-7: check_provider's runner, which has no run of its own
         current = checking.record(run_id, "heartbeat", {"attempt": attempt})
-        return JsonResponse(responses.heartbeat(lifecycle.Heartbeat(current, False, None)))
-    return JsonResponse(responses.heartbeat(lifecycle.heartbeat(run_id, attempt, lease_token)))
+        return JsonResponse(responses.heartbeat(beats.Heartbeat(current, False, None)))
+    return JsonResponse(responses.heartbeat(beats.beat(run_id, attempt, lease_token)))
 
 
 @api_view("POST")

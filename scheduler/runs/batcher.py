@@ -12,6 +12,7 @@ inside the statement.
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
@@ -123,3 +124,29 @@ class StatementBatcher:
                 future.set_exception(error)
             finally:
                 connections["default"].close_if_unusable_or_obsolete()
+
+
+class ProcessShared:
+    """One batcher per process, started on first use by `make` (a forked child starts its own)."""
+
+    def __init__(self, make: Callable[[], StatementBatcher]):
+        self._make = make
+        self._lock = threading.Lock()
+        self._shared: tuple[int, StatementBatcher] | None = None
+
+    @property
+    def started(self) -> bool:
+        return self._shared is not None
+
+    def get(self) -> StatementBatcher:
+        with self._lock:
+            if self._shared is None or self._shared[0] != os.getpid():
+                self._shared = (os.getpid(), self._make())
+            return self._shared[1]
+
+    def close(self) -> None:
+        """Stop this process's batcher, if one was started, running what it holds (a web worker's exit)."""
+        with self._lock:
+            shared, self._shared = self._shared, None
+        if shared is not None and shared[0] == os.getpid():
+            shared[1].close()

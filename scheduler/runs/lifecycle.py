@@ -176,19 +176,6 @@ def park_one(item: Park) -> bool:
 
 
 @dataclass(frozen=True)
-class Heartbeat:
-    current: bool
-    cancel_requested: bool
-    heartbeat_identity: str | None
-
-
-def heartbeat(run_id: str, attempt: int, lease_token: str) -> Heartbeat:
-    """RUN-4: bump the current attempt's heartbeat; report currency and a queued cancel."""
-    row = db.fetch_one("attempts_heartbeat", {"run_id": run_id, "attempt": attempt, "lease_token": lease_token})
-    return Heartbeat(row["current"], row["cancel_requested"], row["heartbeat_identity"])
-
-
-@dataclass(frozen=True)
 class CancelOutcome:
     run_id: str
     prior_status: str

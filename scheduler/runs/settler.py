@@ -7,14 +7,11 @@ answer.
 
 from __future__ import annotations
 
-import os
-import threading
-
 from django.db import connections
 
 from scheduler.conf import scheduler_settings
 from scheduler.runs import settlement
-from scheduler.runs.batcher import StatementBatcher
+from scheduler.runs.batcher import ProcessShared, StatementBatcher
 
 
 class BatchSettler(StatementBatcher):
@@ -28,26 +25,17 @@ class BatchSettler(StatementBatcher):
         return self.submit(item)
 
 
-_lock = threading.Lock()
-_shared: tuple[int, BatchSettler] | None = None
+_process = ProcessShared(lambda: BatchSettler(scheduler_settings.settle_batch_size))
 
 
 def shared_settler() -> BatchSettler:
     """This process's settler, started on first use (after a fork, a new one)."""
-    global _shared
-    with _lock:
-        if _shared is None or _shared[0] != os.getpid():
-            _shared = (os.getpid(), BatchSettler(scheduler_settings.settle_batch_size))
-        return _shared[1]
+    return _process.get()
 
 
 def close_shared() -> None:
     """Stop this process's settler, if one was started, settling what it holds (a gunicorn worker's exit)."""
-    global _shared
-    with _lock:
-        shared, _shared = _shared, None
-    if shared is not None and shared[0] == os.getpid():
-        shared[1].close()
+    _process.close()
 
 
 def settle(item: settlement.Settlement) -> settlement.Settled:

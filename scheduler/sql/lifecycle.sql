@@ -102,9 +102,25 @@ FROM item
 ORDER BY item.position;
 
 -- name: attempts_heartbeat
--- Bump heartbeat_at (and the liveness deadline, once half a timeout or less of it remains) only on the current attempt (exact attempt active, run open, no newer attempt, lease matches); report a queued cancel (RUN-4).
-WITH clock AS (
+-- Bump heartbeat_at (and the liveness deadline, once half a timeout or less of it remains) of many attempts in one statement, each only when it is current (exact attempt active, run open, no newer attempt, its own lease); report each one's currency, a queued cancel and its heartbeat identity, one answer per item in input order (RUN-4). Items name distinct runs; attempts are locked in run_id order so concurrent batches never deadlock.
+-- plan: generic
+WITH item AS MATERIALIZED (
+    SELECT *
+    FROM unnest(%(run_ids)s::text[], %(attempts)s::integer[], %(lease_tokens)s::text[])
+         WITH ORDINALITY AS item(run_id, attempt, lease_token, position)
+), clock AS (
     SELECT clock_timestamp() AS now
+), current_attempt AS MATERIALIZED (
+    -- Each item on its own: its exact attempt and lease, still active, its run open, no newer attempt.
+    SELECT target.run_id, target.attempt
+    FROM __schema__.attempts AS target
+    JOIN item ON item.run_id = target.run_id AND item.attempt = target.attempt AND item.lease_token = target.lease_token
+    JOIN __schema__.runs AS run ON run.run_id = target.run_id
+    WHERE target.status IN ('claimed', 'running', 'waiting')
+      AND run.status IN ('running', 'waiting')
+      AND NOT {{newer_attempt_exists(target.run_id, target.attempt)}}
+    ORDER BY target.run_id
+    FOR NO KEY UPDATE OF target
 ), bumped AS (
     UPDATE __schema__.attempts AS target
     SET heartbeat_at = greatest(clock.now, target.heartbeat_at + interval '1 microsecond'),
@@ -113,22 +129,23 @@ WITH clock AS (
             {{liveness_deadline(run.suspension_json, greatest(clock.now, target.heartbeat_at + interval '1 microsecond'))}},
             greatest(clock.now, target.heartbeat_at + interval '1 microsecond'))}},
         updated_at = now()
-    FROM __schema__.runs AS run, clock
-    WHERE target.run_id = %(run_id)s::text
-      AND target.attempt = %(attempt)s::integer
-      AND target.lease_token = %(lease_token)s::text
-      AND target.status IN ('claimed', 'running', 'waiting')
+    FROM current_attempt, __schema__.runs AS run, clock
+    WHERE target.run_id = current_attempt.run_id
+      AND target.attempt = current_attempt.attempt
       AND run.run_id = target.run_id
-      AND run.status IN ('running', 'waiting')
-      AND NOT {{newer_attempt_exists(target.run_id, target.attempt)}}
-    RETURNING target.heartbeat_at
+      -- Rechecked after the row lock: a settlement that committed meanwhile ended the attempt.
+      AND target.status IN ('claimed', 'running', 'waiting')
+    RETURNING target.run_id, target.heartbeat_at
 )
-SELECT EXISTS (SELECT 1 FROM bumped) AS current,
+SELECT bumped.run_id IS NOT NULL AS current,
        EXISTS (
            SELECT 1 FROM __schema__.control AS cancel
-           WHERE cancel.key = {{cancel_key(%(run_id)s::text)}}
+           WHERE cancel.key = {{cancel_key(item.run_id)}}
        ) AS cancel_requested,
-       (SELECT to_char(bumped.heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') FROM bumped) AS heartbeat_identity;
+       to_char(bumped.heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS heartbeat_identity
+FROM item
+LEFT JOIN bumped ON bumped.run_id = item.run_id
+ORDER BY item.position;
 
 -- name: runs_cancel
 -- Queue runtime_cancel:<run_id>; a queued run, or one waiting durably (WAIT-6: its sandbox is already released), is cancelled at once with its run.cancelled fact and billing job (RUN-7).

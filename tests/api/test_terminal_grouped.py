@@ -36,4 +36,4 @@ def test_batch_size_one__settles_on_the_request_thread(settings):
     settings.SCHEDULER_SETTLE_BATCH_SIZE = 1
     parked = factories.parked_run()
     assert _post_terminal(parked)[1]["runStatus"] == "completed"
-    assert settler._shared is None
+    assert not settler._process.started

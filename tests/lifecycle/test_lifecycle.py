@@ -7,7 +7,7 @@ import pytest
 
 from scheduler.api import responses
 from scheduler.errors import InvalidInput, NotFound
-from scheduler.runs import launch_body, lifecycle
+from scheduler.runs import beats, launch_body, lifecycle
 from tests import factories
 from tests.factories import one, query
 
@@ -79,7 +79,7 @@ def test_park__wrong_lease__parks_nothing():
 @pytest.mark.requirement("RUN-4")
 def test_heartbeat__current_attempt__bumps_and_reports_identity():
     parked = factories.parked_run()
-    beat = lifecycle.heartbeat(parked.run_id, parked.attempt, parked.lease_token)
+    beat = beats.heartbeat(parked.run_id, parked.attempt, parked.lease_token)
     assert beat.current is True and beat.cancel_requested is False
     stored = one(
         "SELECT to_char(heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') FROM attempts WHERE run_id = %s",
@@ -102,7 +102,7 @@ def test_heartbeat__not_current__bumps_nothing(fence):
         query("UPDATE runs SET status = 'failed' WHERE run_id = %s", [parked.run_id])
     else:
         attempt = 2
-    beat = lifecycle.heartbeat(parked.run_id, attempt, lease)
+    beat = beats.heartbeat(parked.run_id, attempt, lease)
     assert beat.current is False and beat.heartbeat_identity is None
     assert one("SELECT heartbeat_at FROM attempts WHERE run_id = %s AND attempt = 1", [parked.run_id]) is None
 
@@ -123,7 +123,7 @@ def test_cancel__waiting_run__queued_and_told_by_next_heartbeat():
     answer = lifecycle.cancel_run(parked.run_id)
     assert (answer.cancel_queued, answer.cancelled_now) == (True, False)
     assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "waiting"
-    assert lifecycle.heartbeat(parked.run_id, parked.attempt, parked.lease_token).cancel_requested is True
+    assert beats.heartbeat(parked.run_id, parked.attempt, parked.lease_token).cancel_requested is True
 
 
 @pytest.mark.requirement("RUN-7")

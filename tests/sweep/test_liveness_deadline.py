@@ -8,7 +8,7 @@ import json
 import pytest
 from django.db import connection
 
-from scheduler.runs import lifecycle, liveness
+from scheduler.runs import beats, liveness
 from tests import factories
 from tests.factories import heartbeat_at, one, query
 from tests.support import generic_plan
@@ -36,7 +36,7 @@ def test_park_sets_the_deadline__a_heartbeat_keeps_it_while_half_a_timeout_remai
     parked_deadline = dt.datetime.fromtimestamp(started / 1000 + 30, dt.UTC)
     assert deadline_of(parked.run_id) == parked_deadline
     before = hot_updates()
-    lifecycle.heartbeat(parked.run_id, 1, parked.lease_token)
+    beats.heartbeat(parked.run_id, 1, parked.lease_token)
     assert deadline_of(parked.run_id) == parked_deadline
     assert hot_updates() == before + 1
 
@@ -45,13 +45,13 @@ def test_a_heartbeat_moves_the_deadline__when_less_than_half_a_timeout_remains_o
     parked = factories.parked_run(heartbeat_timeout_ms=30_000)
     for kept in ("10 seconds", "1 hour"):
         query(f"UPDATE attempts SET liveness_deadline = now() + interval '{kept}' WHERE run_id = %s", [parked.run_id])
-        lifecycle.heartbeat(parked.run_id, 1, parked.lease_token)
+        beats.heartbeat(parked.run_id, 1, parked.lease_token)
         assert deadline_of(parked.run_id) == heartbeat_at(parked.run_id) + dt.timedelta(seconds=30)
 
 
 def test_a_kept_deadline__never_judges_a_runner_early_and_never_misses_it():
     parked = factories.parked_run(heartbeat_timeout_ms=30_000)
-    lifecycle.heartbeat(parked.run_id, 1, parked.lease_token)
+    beats.heartbeat(parked.run_id, 1, parked.lease_token)
     kept, overdue = deadline_of(parked.run_id), heartbeat_at(parked.run_id) + dt.timedelta(seconds=30)
     assert kept < overdue
     # Past the kept deadline, the index finds the runner; the recheck with heartbeat_at keeps it alive.

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from scheduler import db
-from scheduler.runs import lifecycle, settlement
+from scheduler.runs import beats, lifecycle, settlement
 from scheduler.providers import DeleteOutcome, Inspection, ProviderError, SandboxRef
 from scheduler.runs import liveness
 from tests import factories
@@ -230,7 +230,7 @@ def test_cancel_ignored_by_a_runner_that_keeps_heartbeating__settled_a_timeout_a
     parked = factories.parked_run(heartbeat_timeout_ms=1000)
     lifecycle.cancel_run(parked.run_id)
     query("UPDATE control SET created_at = now() - interval '5 seconds' WHERE key = %s", [f"runtime_cancel:{parked.run_id}"])
-    lifecycle.heartbeat(parked.run_id, 1, parked.lease_token)  # the runner is alive and ignores the cancel
+    beats.heartbeat(parked.run_id, 1, parked.lease_token)  # the runner is alive and ignores the cancel
     result = liveness.run_once()
     assert result.counts["cancels_settled"] == 1
     assert one("SELECT status FROM runs WHERE run_id = %s", [parked.run_id]) == "cancelled"

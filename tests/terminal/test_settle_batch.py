@@ -6,7 +6,7 @@ import json
 import pytest
 
 from scheduler import db
-from scheduler.runs import lifecycle, liveness, settlement
+from scheduler.runs import beats, lifecycle, liveness, settlement
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -87,7 +87,7 @@ def test_a_batch__naming_a_run_twice_is_refused_and_writes_nothing():
 def test_swept_losses_settled_in_one_batch__each_fenced_on_its_own_heartbeat_identity():
     """The sweep records each loss fenced on the heartbeat it saw, then settles what was recorded in one batch."""
     never_beat, moved_on = factories.parked_run(), factories.parked_run()
-    lifecycle.heartbeat(moved_on.run_id, 1, moved_on.lease_token)
+    beats.heartbeat(moved_on.run_id, 1, moved_on.lease_token)
     for parked in (never_beat, moved_on):
         liveness.record_runner_loss(parked.run_id, 1, parked.lease_token, None,
                                     factories.failed_result("runner_lost", verdict="runner_lost"))

@@ -85,12 +85,12 @@ def test_synthetic_loss__null_identity_means_no_heartbeat_ever():
 
 @pytest.mark.requirement("TRM-3")
 def test_heartbeat_one_microsecond_later__defeats_synthetic_loss_with_older_identity():
-    from scheduler.runs import lifecycle
+    from scheduler.runs import beats
 
     parked = factories.parked_run()
     # A heartbeat identity in the future makes the next bump exactly +1 µs.
     query("UPDATE attempts SET heartbeat_at = '2999-01-01T00:00:00.000000Z' WHERE run_id = %s", [parked.run_id])
-    beat = lifecycle.heartbeat(parked.run_id, 1, parked.lease_token)
+    beat = beats.heartbeat(parked.run_id, 1, parked.lease_token)
     assert beat.heartbeat_identity == "2999-01-01T00:00:00.000001Z"
     assert _loss(parked, "2999-01-01T00:00:00.000000Z").recorded is False
     assert _result_and_log(parked.run_id)[0] is None

@@ -8,7 +8,7 @@ from scheduler.cleanup import billing_sweep, sandbox_sweep
 from scheduler.errors import Conflict
 from scheduler.fairshare import limits
 from scheduler.kinds import WaitKind
-from scheduler.runs import lifecycle, liveness
+from scheduler.runs import beats, lifecycle, liveness
 from scheduler.runs.receipts import AttemptNotCurrent
 from scheduler.waits import suspension, wakeups
 from tests import factories
@@ -115,7 +115,7 @@ def test_a_cancel_queued_before_the_suspension_cancels_the_run_when_it_suspends(
 
 def test_a_late_heartbeat_terminal_or_wait_of_a_suspended_attempt_is_fenced():
     parked = suspended_run()
-    assert not lifecycle.heartbeat(parked.run_id, parked.attempt, parked.lease_token).current
+    assert not beats.heartbeat(parked.run_id, parked.attempt, parked.lease_token).current
     before = factories.table_state()
     late = factories.report_terminal(parked.run_id, parked.attempt, parked.lease_token, factories.completed_result())
     assert late["runStatus"] is None and factories.table_state() == before
