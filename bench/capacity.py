@@ -193,9 +193,9 @@ class Load:
                            "AND abs(hashtext(run_id)) %% %s = %s ORDER BY liveness_deadline LIMIT 32",
                            [RUNNER_THREADS, share])
             parked = cursor.fetchall()
-        for run_id, attempt, lease in parked:
-            for _ in range(3):
-                beats.heartbeat(run_id, attempt, lease)
+        # The beats that arrive together share a statement, as a web process's group heartbeater groups them.
+        for _ in range(3):
+            beats.heartbeat_all([beats.Beat(run_id, attempt, lease) for run_id, attempt, lease in parked])
         if parked:
             settlement.settle_attempts([settlement.Settlement(run_id, attempt, lease, RESULT, from_runner=True)
                                         for run_id, attempt, lease in parked])

@@ -21,10 +21,18 @@ def claim(lease_owner: str, limit: int = 20, now=None) -> list[str]:
 WAITING_RECHECK_SECONDS = 30
 
 
-def finalize(run_id: str, lease_owner: str, now=None) -> dict:
-    """One statement: items idempotent by adjustment id; late resources wait or are capped."""
-    return db.fetch_one("compute_billing_finalize", {
-        "run_id": run_id, "lease_owner": lease_owner, "now": now,
+def finalize_all(run_ids: list[str], lease_owner: str, now=None) -> list[dict]:
+    """One statement for the jobs this worker leased, each fenced on its own: items idempotent by adjustment id;
+    late resources wait or are capped. One row per run id, in order (status None: not this worker's to finalize)."""
+    if not run_ids:
+        return []
+    return db.fetch_all("compute_billing_finalize", {
+        "run_ids": run_ids, "lease_owner": lease_owner, "now": now,
         "grace_seconds": TERMINAL_GRACE_SECONDS, "default_timeout_seconds": DEFAULT_TIMEOUT_SECONDS,
         "recheck_seconds": WAITING_RECHECK_SECONDS,
     })
+
+
+def finalize(run_id: str, lease_owner: str, now=None) -> dict:
+    """finalize_all for one job."""
+    return finalize_all([run_id], lease_owner, now)[0]

@@ -22,13 +22,14 @@ class BillingTick:
 
 def run_once(lease_owner: str, limit: int = 20, now=None) -> BillingTick:
     result = BillingTick()
-    for run_id in billing.claim(lease_owner, limit, now):
-        result.counts["claimed"] += 1
-        row = billing.finalize(run_id, lease_owner, now)
+    claimed = billing.claim(lease_owner, limit, now)
+    result.counts["claimed"] = len(claimed)
+    # Issue 47: the tick's jobs share one statement (and one commit), each still fenced on its own lease.
+    for row in billing.finalize_all(claimed, lease_owner, now):
         result.counts["billed"] += row["items_written"]
         if row["status"] == "finalized":
             result.counts["finalized"] += 1
         else:
             result.counts["waiting"] += 1
-            logger.info("billing run=%s: %s", run_id, messages.LATE_BILLING_WAITING)
+            logger.info("billing run=%s: %s", row["run_id"], messages.LATE_BILLING_WAITING)
     return result

@@ -20,10 +20,15 @@ WHERE job.run_id = ANY (ARRAY(SELECT due.run_id FROM due))
 RETURNING job.run_id;
 
 -- name: compute_billing_finalize
--- Turn a terminal run's runtime resources into billing items, idempotent by adjustment id; a late resource (no billingEndedAt) waits for confirmed cleanup or its ceiling, then is billed at most timeoutSeconds + grace (BIL-1).
-WITH job AS MATERIALIZED (
+-- Turn terminal runs' runtime resources into billing items, idempotent by adjustment id, many jobs in one statement, each fenced on its own (pending, this worker's lease, its run terminal); a late resource (no billingEndedAt) waits for confirmed cleanup or its ceiling, then is billed at most timeoutSeconds + grace; one answer per given run, in input order (BIL-1).
+-- plan: generic
+WITH given AS MATERIALIZED (
+    SELECT * FROM unnest(%(run_ids)s::text[]) WITH ORDINALITY AS given(run_id, position)
+), job AS MATERIALIZED (
     SELECT job.run_id FROM __schema__.compute_billing_jobs_v2 AS job
-    WHERE job.run_id = %(run_id)s::text AND job.status = 'pending' AND job.lease_owner = %(lease_owner)s::text
+    WHERE job.run_id IN (SELECT given.run_id FROM given) AND job.status = 'pending'
+      AND job.lease_owner = %(lease_owner)s::text
+    ORDER BY job.run_id
     FOR UPDATE
 ), clock AS MATERIALIZED (
     SELECT (extract(epoch FROM coalesce(%(now)s::timestamptz, clock_timestamp())) * 1000)::bigint AS now_ms
@@ -46,9 +51,13 @@ WITH job AS MATERIALIZED (
     CROSS JOIN LATERAL jsonb_array_elements(billed_run.runtime_resources_json) AS item(resource)
     WHERE jsonb_typeof(item.resource -> 'billingStartedAt') = 'number'
 ), waiting AS MATERIALIZED (
-    SELECT min(resources.ceiling_ms) AS until_ms
-    FROM resources CROSS JOIN clock
-    WHERE resources.ended_ms IS NULL AND resources.ceiling_ms > clock.now_ms
+    -- Per run: the earliest ceiling of a late resource still inside it (none: the run is billed now).
+    SELECT billed_run.run_id,
+           min(resources.ceiling_ms) FILTER (WHERE resources.ended_ms IS NULL AND resources.ceiling_ms > clock.now_ms)
+               AS until_ms
+    FROM billed_run CROSS JOIN clock
+    LEFT JOIN resources ON resources.run_id = billed_run.run_id
+    GROUP BY billed_run.run_id
 ), items AS (
     INSERT INTO __schema__.billing_items (
         adjustment_session_id, run_id, org_id, kind, provider, sandbox_id, routing_domain,
@@ -70,9 +79,9 @@ WITH job AS MATERIALIZED (
            CASE WHEN jsonb_typeof(resources.resource -> 'cpu') = 'number' THEN (resources.resource ->> 'cpu')::double precision END,
            CASE WHEN jsonb_typeof(resources.resource -> 'memoryMb') = 'number' THEN (resources.resource ->> 'memoryMb')::numeric::integer END
     FROM resources
-    WHERE NOT EXISTS (SELECT 1 FROM waiting WHERE waiting.until_ms IS NOT NULL)
+    JOIN waiting ON waiting.run_id = resources.run_id AND waiting.until_ms IS NULL
     ON CONFLICT (adjustment_session_id) DO NOTHING
-    RETURNING adjustment_session_id
+    RETURNING run_id
 ), settled_job AS (
     UPDATE __schema__.compute_billing_jobs_v2 AS billing
     SET status = CASE WHEN waiting.until_ms IS NULL THEN 'finalized' ELSE 'pending' END,
@@ -86,9 +95,14 @@ WITH job AS MATERIALIZED (
         last_error = CASE WHEN waiting.until_ms IS NULL THEN NULL
                           ELSE 'late runtime resource waits for confirmed cleanup or its billing ceiling' END,
         lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
-    FROM job CROSS JOIN waiting CROSS JOIN clock
-    WHERE billing.run_id = job.run_id AND EXISTS (SELECT 1 FROM billed_run)
-    RETURNING billing.status
+    FROM waiting CROSS JOIN clock
+    WHERE billing.run_id = waiting.run_id
+    RETURNING billing.run_id, billing.status
 )
-SELECT (SELECT status FROM settled_job) AS status, (SELECT count(*) FROM items) AS items_written,
-       (SELECT until_ms FROM waiting) AS waiting_until_ms;
+SELECT given.run_id, settled_job.status,
+       (SELECT count(*) FROM items WHERE items.run_id = given.run_id) AS items_written,
+       waiting.until_ms AS waiting_until_ms
+FROM given
+LEFT JOIN settled_job ON settled_job.run_id = given.run_id
+LEFT JOIN waiting ON waiting.run_id = given.run_id
+ORDER BY given.position;
