@@ -91,7 +91,7 @@ def _serve_fake(kind: str, pipe) -> None:
     if kind == "daytona":
         from tests.providers.fake_daytona import FakeDaytona
 
-        fake = FakeDaytona({"key-capacity": ORG}, keep_alive=True).__enter__()
+        fake = FakeDaytona({"key-capacity": ORG}, keep_alive=True, gone_after_seconds=1.0).__enter__()
     else:
         from tests.outbox.fake_receiver import FakeReceiver
 
@@ -137,11 +137,15 @@ def _survive(work, stop: threading.Event) -> None:
     """Run `work` until stopped; a database fault (a restart under chaos) drops the connection and goes on."""
     from django.db import connections
 
+    seen: set[str] = set()
     while not stop.is_set():
         try:
             if not work():
                 stop.wait(0.02)
-        except Exception:  # noqa: BLE001 - the server restarts under chaos; the runners and launches go on
+        except Exception as error:  # noqa: BLE001 - the server restarts under chaos; the runners and launches go on
+            if type(error).__name__ not in seen:  # each kind once: a bench whose load never runs says why
+                seen.add(type(error).__name__)
+                print(f"  load: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
             connections.close_all()
             stop.wait(0.2)
     connections.close_all()
@@ -183,7 +187,7 @@ class Load:
     def _run_parked(self, share: int) -> bool:
         from django.db import connection
 
-        from scheduler.runs import lifecycle, settlement
+        from scheduler.runs import beats, settlement
 
         with connection.cursor() as cursor:
             # The parked attempts without a terminal, through the sweep's own partial index (a scan of every

@@ -272,7 +272,7 @@ def main():
     # The production path: each launch names its run ledger's API, and the drainer delivers there over HTTP.
     external = {"runtimeApiBaseUrl": receiver.url, "coordinatorInternalToken": COORDINATOR_TOKEN}
     try:
-        with FakeDaytona({"key-cost": ORG}) as fake:
+        with FakeDaytona({"key-cost": ORG}, gone_after_seconds=0.0) as fake:
             os.environ.update(SCHEDULER_DAYTONA_API_URL=fake.url, LOG_LEVEL="WARNING",
                               SCHEDULER_DAYTONA_API_KEYS=json.dumps({ORG: "key-cost"}))
             harness.setup_django(harness.recreate_database(server.url if server else harness.server_url()))

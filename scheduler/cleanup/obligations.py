@@ -108,6 +108,14 @@ def fail(job: Job, lease_owner: str, error: str, *, permanent: bool, max_failure
     })
 
 
+def accepted_look_later(job: Job, lease_owner: str, delay_ms: float) -> bool:
+    """CLN-5: the provider accepted the delete; read back after `delay_ms`. One statement records the acceptance
+    and returns the lease; False when the lease was lost meanwhile (the acceptance is recorded all the same)."""
+    return bool(db.fetch_all("sandbox_cleanup_accepted_look_later", {
+        **job.identity(), "event_id": job.event_id("provider_delete_accepted"), "lease_owner": lease_owner,
+        "details": json.dumps({"routingDomain": job.routing_domain}), "delay_ms": delay_ms}))
+
+
 def retry_later(job: Job, lease_owner: str, delay_ms: float) -> None:
     db.run("sandbox_cleanup_retry_later", {**job.identity(), "lease_owner": lease_owner, "delay_ms": delay_ms})
 

@@ -4,7 +4,9 @@
    claim also says whether the provider already accepted the job's delete,
    and records provider_delete_requested for each job it has not.
 2. If the provider has not accepted a delete yet: call delete, record
-   accepted (or failed: back off or block).
+   accepted (or failed: back off or block). A provider whose deletes finish
+   later (Daytona) is read back at the next look, due after the delay, in the
+   same statement that recorded the acceptance.
 3. Read back; deleted (or already absent) -> complete at the first
    acceptance time; still present -> look again later.
 """
@@ -55,8 +57,12 @@ def handle(job: obligations.Job, lease_owner: str, result: CleanupTick, readback
             if outcome is DeleteOutcome.ALREADY_ABSENT:
                 _complete(job, lease_owner, "already_absent", result, provider.seen_domain(ref))
                 return
-            obligations.record_event(job, "provider_delete_accepted", {"routingDomain": job.routing_domain})
             result.counts["accepted"] += 1
+            if not getattr(provider, "delete_done_when_accepted", True):  # a provider that does not say: at once
+                obligations.accepted_look_later(job, lease_owner, readback_delay_ms)
+                result.counts["retried"] += 1
+                return
+            obligations.record_event(job, "provider_delete_accepted", {"routingDomain": job.routing_domain})
         seen = provider.read_back(ref)
     except ProviderError as error:
         obligations.record_event(job, "provider_delete_failed", {"routingDomain": job.routing_domain, "error": str(error)[:500],

@@ -95,6 +95,9 @@ class SandboxProvider:
     name = "base"
     # The interpreter a sandbox runs `python -m scheduler.sandbox.runner` with.
     runner_python = "python3"
+    # Whether a read-back right after an accepted delete can see it done; a provider whose deletes finish later
+    # is read back after the sweep's delay instead (a read at once only costs a request and a write).
+    delete_done_when_accepted = True
 
     def start(self, request: StartRequest) -> SandboxRef:
         raise NotImplementedError

@@ -48,6 +48,8 @@ class _Response:
 
 class DaytonaProvider(SandboxProvider):
     name = Provider.DAYTONA
+    # PRV-4: an accepted delete sets desiredState "destroyed"; the sandbox leaves reads only once its runner did it.
+    delete_done_when_accepted = False
 
     def __init__(self, api_url: str, api_keys: dict[str, str], *, timeout: float = 15.0, snapshot: str | None = None,
                  dockerfile: str | None = None, disk_gb: int = 3, start_timeout: float = 120.0):

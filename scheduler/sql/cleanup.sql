@@ -189,6 +189,23 @@ WHERE job.provider = %(provider)s::text AND job.sandbox_id = %(sandbox_id)s::tex
   AND job.lease_owner = %(lease_owner)s::text AND job.status = 'pending'
 RETURNING job.sandbox_id;
 
+-- name: sandbox_cleanup_accepted_look_later
+-- CLN-5 for a provider whose deletes finish after they are accepted (Daytona): the acceptance on record (the time billing ends) and, when this worker still holds the job, the read-back due after delay_ms with the lease returned, in one statement: a read-back at once would only see the sandbox still there.
+WITH accepted AS (
+    INSERT INTO __schema__.sandbox_cleanup_events_v2 (event_id, provider, sandbox_id, run_id, attempt, routing_domain, event_type, details_json)
+    VALUES (%(event_id)s::text, %(provider)s::text, %(sandbox_id)s::text, %(run_id)s::text, %(attempt)s::integer,
+            %(routing_domain)s::text, 'provider_delete_accepted', %(details)s::jsonb)
+    ON CONFLICT (event_id) DO NOTHING
+)
+UPDATE __schema__.sandbox_cleanup_jobs_v2 AS job
+SET available_at = now() + %(delay_ms)s::double precision * interval '1 millisecond',
+    lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+WHERE job.provider = %(provider)s::text AND job.sandbox_id = %(sandbox_id)s::text
+  AND job.run_id = %(run_id)s::text AND job.attempt = %(attempt)s::integer
+  AND job.routing_domain IS NOT DISTINCT FROM %(routing_domain)s::text
+  AND job.lease_owner = %(lease_owner)s::text AND job.status = 'pending'
+RETURNING job.sandbox_id;
+
 -- name: sandbox_cleanup_unblock
 -- Operator repair (CLN-7): a blocked job becomes pending and due now, its failure count reset.
 UPDATE __schema__.sandbox_cleanup_jobs_v2 AS job

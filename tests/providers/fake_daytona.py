@@ -6,7 +6,8 @@ server's rules the documents cannot express (apps/api's sandbox controller and s
 - a create from a snapshot that names cpu, gpu, memory or disk answers 400 "Cannot specify Sandbox resources when
   using a snapshot"; a snapshot with buildInfo answers 400; an unknown snapshot answers 400 "... not found";
 - a create answers `starting` (a build: `pending_build`) and the sandbox is `started` after `start_after` reads;
-- a DELETE keeps the state and sets desiredState `destroyed` (the next read after it answers 404); a DELETE while
+- a DELETE keeps the state and sets desiredState `destroyed` (the next read after it answers 404; or, with
+  gone_after_seconds, every read from that long after it); a DELETE while
   a state change is pending (starting, or a sandbox marked busy) answers 409;
 - only the organization's own key sees its sandboxes: another key gets 404; no key gets 401.
 Scripted answers (401, 429, 5xx, a body without id) are queued per method and path.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -36,11 +38,15 @@ def _refusal(status: int, message: str) -> tuple[int, dict]:
 
 class FakeDaytona:
     def __init__(self, keys: dict[str, str], *, keep_alive: bool = False, run_commands: bool = False,
-                 snapshots: tuple[str, ...] = ("daytona-small",), start_after: int = 1):
+                 snapshots: tuple[str, ...] = ("daytona-small",), start_after: int = 1,
+                 gone_after_seconds: float | None = None):
         self.keys = keys  # api key -> organization
         self.keep_alive = keep_alive  # HTTP/1.1: a pooling client may reuse its connection
         self.snapshots = set(snapshots)
         self.start_after = start_after  # reads of a new sandbox before it is `started`
+        # A deleted sandbox leaves reads this long after its DELETE (Daytona's runner reconciles the delete on its own
+        # time); None: at the second read after it, whenever that is.
+        self.gone_after_seconds = gone_after_seconds
         self.client_ports: list[int] = []
         self.sandboxes: dict[str, dict] = {}
         self.scripted: list[tuple[str, int, object, dict, str]] = []
@@ -128,11 +134,13 @@ class FakeDaytona:
         return 200, self.public(sandbox)
 
     def read(self, sandbox: dict) -> tuple[int, object]:
+        if sandbox["desiredState"] == "destroyed" and self.gone_after_seconds is not None:
+            sandbox["_read_after_delete"] = time.monotonic() - sandbox["_deleted_at"] >= self.gone_after_seconds
         if sandbox["desiredState"] == "destroyed" and sandbox.get("_read_after_delete"):
             sandbox["state"] = "destroyed"  # the runner reconciled the delete: gone from every read
             return _refusal(404, f"Sandbox with ID or name {sandbox['id']} not found")
         if sandbox["desiredState"] == "destroyed":
-            sandbox["_read_after_delete"] = True
+            sandbox["_read_after_delete"] = self.gone_after_seconds is None
         elif sandbox.get("_pending") and sandbox["state"] in ("starting", "pending_build"):
             sandbox["_reads"] += 1
             if sandbox["_reads"] >= self.start_after:
@@ -142,7 +150,7 @@ class FakeDaytona:
     def delete(self, sandbox: dict) -> tuple[int, object]:
         if sandbox["id"] in self.busy or (sandbox.get("_pending") and sandbox["state"] != "pending_build"):
             return _refusal(409, "Sandbox state change in progress")
-        sandbox["desiredState"], sandbox["_pending"] = "destroyed", True
+        sandbox["desiredState"], sandbox["_pending"], sandbox["_deleted_at"] = "destroyed", True, time.monotonic()
         self.toolbox.stop(sandbox["id"])
         return 200, self.public(sandbox)
 
