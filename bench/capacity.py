@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -95,7 +97,9 @@ def _serve_fake(kind: str, pipe) -> None:
     else:
         from tests.outbox.fake_receiver import FakeReceiver
 
-        fake = FakeReceiver()
+        # A deployed runtime's receiver: https, granting prefix batching (a run's facts in one request).
+        fake = FakeReceiver(tls=_server_tls())
+        fake.grant_batching = True
         fake.requests = _Discard()  # keep what the checks need (sightings), not every request's body
     pipe.send(fake.url)
     pipe.recv()
@@ -106,6 +110,28 @@ def _serve_fake(kind: str, pipe) -> None:
                    for sandbox_id, sandbox in fake.sandboxes.items()})
     else:
         pipe.send(fake.sightings)
+
+
+CERT_DIR = Path(tempfile.gettempdir()) / "scheduler-bench-tls"
+
+
+def receiver_certificate() -> Path:
+    """A self-signed certificate for localhost (made once with openssl): the workers trust it as SSL_CERT_FILE."""
+    cert, key = CERT_DIR / "cert.pem", CERT_DIR / "key.pem"
+    if not cert.exists():
+        CERT_DIR.mkdir(mode=0o700, exist_ok=True)
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "30", "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=DNS:localhost", "-keyout", str(key), "-out", str(cert)],
+                       check=True, capture_output=True)
+    return cert
+
+
+def _server_tls():
+    import ssl
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(receiver_certificate(), CERT_DIR / "key.pem")
+    return context
 
 
 class _Discard(list):
@@ -164,6 +190,12 @@ class Load:
                        "coordinatorInternalToken": COORDINATOR_TOKEN}
         self._paced_from, self._paced_count = time.monotonic(), 0
         self.threads = [threading.Thread(target=_survive, args=(self._launch_due, self.stop))]
+        # One poller reads the parked attempts (what runners would report on) and hands each to a runner thread
+        # once: the bench's own reads stay a few dozen a second, not one per runner thread per look.
+        self._shares = [queue.SimpleQueue() for _ in range(RUNNER_THREADS)]
+        self._handed: set[tuple[str, int]] = set()
+        self._handed_lock = threading.Lock()
+        self.threads.append(threading.Thread(target=_survive, args=(self._poll_parked, self.stop)))
         self.threads += [threading.Thread(target=_survive, args=(lambda i=i: self._run_parked(i), self.stop))
                          for i in range(RUNNER_THREADS)]
         for thread in self.threads:
@@ -184,26 +216,43 @@ class Load:
         self.launched += 1
         return True
 
-    def _run_parked(self, share: int) -> bool:
+    def _poll_parked(self) -> bool:
         from django.db import connection
-
-        from scheduler.runs import beats, settlement
 
         with connection.cursor() as cursor:
             # The parked attempts without a terminal, through the sweep's own partial index (a scan of every
             # attempt here would be this bench's cost, not the scheduler's).
             cursor.execute("SELECT run_id, attempt, lease_token FROM attempts WHERE status = 'waiting' "
                            "AND runner_result_json IS NULL AND liveness_deadline IS NOT NULL "
-                           "AND abs(hashtext(run_id)) %% %s = %s ORDER BY liveness_deadline LIMIT 32",
-                           [RUNNER_THREADS, share])
+                           "ORDER BY liveness_deadline LIMIT 256")
             parked = cursor.fetchall()
-        # The beats that arrive together share a statement, as a web process's group heartbeater groups them.
-        for _ in range(3):
-            beats.heartbeat_all([beats.Beat(run_id, attempt, lease) for run_id, attempt, lease in parked])
-        if parked:
+        with self._handed_lock:
+            fresh = [row for row in parked if (row[0], row[1]) not in self._handed]
+            self._handed.update((run_id, attempt) for run_id, attempt, _ in fresh)
+        for share in range(RUNNER_THREADS):
+            mine = fresh[share::RUNNER_THREADS]
+            if mine:
+                self._shares[share].put(mine)
+        self.stop.wait(0.02)
+        return True
+
+    def _run_parked(self, share: int) -> bool:
+        from scheduler.runs import beats, settlement
+
+        try:
+            parked = self._shares[share].get(timeout=0.1)
+        except queue.Empty:
+            return False
+        try:
+            # The beats that arrive together share a statement, as a web process's group heartbeater groups them.
+            for _ in range(3):
+                beats.heartbeat_all([beats.Beat(run_id, attempt, lease) for run_id, attempt, lease in parked])
             settlement.settle_attempts([settlement.Settlement(run_id, attempt, lease, RESULT, from_runner=True)
                                         for run_id, attempt, lease in parked])
-        return bool(parked)
+        finally:
+            with self._handed_lock:  # settled (or failed under chaos: the poller hands it out again)
+                self._handed.difference_update((run_id, attempt) for run_id, attempt, _ in parked)
+        return True
 
     def close(self) -> None:
         self.stop.set()
@@ -264,5 +313,5 @@ LEASE_SECONDS = "30"
 def worker_env(fake_url: str) -> dict:
     """What the workers need beside DATABASE_URL: the fake Daytona, its key, quiet logs and short leases."""
     return {"SCHEDULER_DAYTONA_API_URL": fake_url, "SCHEDULER_DAYTONA_API_KEYS": json.dumps({ORG: "key-capacity"}),
-            "LOG_LEVEL": "WARNING", "SCHEDULER_CLAIM_LEASE_SECONDS": LEASE_SECONDS,
+            "LOG_LEVEL": "WARNING", "SSL_CERT_FILE": str(receiver_certificate()), "SCHEDULER_CLAIM_LEASE_SECONDS": LEASE_SECONDS,
             "SCHEDULER_CLEANUP_LEASE_SECONDS": LEASE_SECONDS, "SCHEDULER_BILLING_LEASE_SECONDS": LEASE_SECONDS}

@@ -18,7 +18,7 @@ COORDINATOR_TOKEN = "coordinator-secret"
 
 
 class FakeReceiver:
-    def __init__(self, failure_rate: float = 0.0, seed: int = 7, always_fail=None):
+    def __init__(self, failure_rate: float = 0.0, seed: int = 7, always_fail=None, tls=None):
         self.failure_rate = failure_rate
         self.random = random.Random(seed)
         self.always_fail = always_fail or set()  # event ids whose batch is always refused
@@ -32,11 +32,17 @@ class FakeReceiver:
         self.requests: list[dict] = []  # every request: path, headers (lower-case names), body
         self.lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        # With `tls` (a server ssl.SSLContext) the receiver is an https origin, as a deployed runtime is: the only
+        # kind a drainer may send a whole prefix to in one request (OBX-6).
+        self.scheme = "http" if tls is None else "https"
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        host = "127.0.0.1" if self.scheme == "http" else "localhost"
+        return f"{self.scheme}://{host}:{self._server.server_address[1]}"
 
     def close(self):
         self._server.shutdown()
