@@ -226,6 +226,11 @@ class SchedulerSettings:
     transaction_pooling = Setting(False, _boolean)
     claim_lease_seconds = Setting(300, _integer(1))
     dispatch_starts = Setting(32, _integer(1, 256))
+    # Issue 47: after a claim that took fewer runs than it had slots for, the dispatcher claims again no sooner
+    # than this (ms): launches that arrive meanwhile share one claim statement.
+    dispatch_cooldown_ms = Setting(5, _integer(0, 1000))
+    # The same for a drainer after a tick that delivered some facts but found no more ready.
+    drain_cooldown_ms = Setting(5, _integer(0, 1000))
     # FSH-1: the cap of an org whose org_limits row names none (unset: unlimited).
     org_max_active = Setting[int | None](None, _optional_integer(0))
     # RET-1, RET-2: days a finished run (with every row of its own) and a billing item are kept before pruning.

@@ -13,5 +13,9 @@ from dataclasses import dataclass, field
 class Tick:
     counts: dict[str, int] = field(default_factory=dict)
     again: bool = False  # the batch was full: go again without sleeping
+    # It found work but less than it could take: a loop with a cooldown waits out the rest of it, then looks again
+    # (`again` or not), so what arrives meanwhile shares the next statement (River's fetch cooldown); a loop without
+    # one goes by `again`.
+    partial: bool = False
     # Seconds until the tick knows new work falls due (a schedule's next slot): the loop sleeps no longer.
     due_in: float | None = None

@@ -100,20 +100,22 @@ class LoopCommand(SchedulerCommand):
                             help="seconds between ticks when idle")
 
     def run_loop(self, tick: Callable[[], Tick | dict], options: dict, logger: logging.Logger, *,
-                 wake_signal: str | None = None, finish: Callable[[], object] | None = None) -> None:
+                 wake_signal: str | None = None, finish: Callable[[], object] | None = None,
+                 cooldown: float = 0.0) -> None:
         """Run one Loop; with `wake_signal`, it arms that signal when idle and a NOTIFY on the signal's channel
-        (<schema>_<signal>) ends its idle wait at once; `finish` runs at its end."""
-        self.run_workers([(self.loop_name, tick, finish)], options, logger, wake_signal=wake_signal)
+        (<schema>_<signal>) ends its idle wait at once; `finish` runs at its end; `cooldown`: Loop's."""
+        self.run_workers([(self.loop_name, tick, finish)], options, logger, wake_signal=wake_signal, cooldown=cooldown)
 
     def run_workers(self, workers: list[tuple[str, Callable[[], Tick | dict], Callable[[], object] | None]],
-                    options: dict, logger: logging.Logger, *, wake_signal: str | None = None) -> None:
+                    options: dict, logger: logging.Logger, *, wake_signal: str | None = None,
+                    cooldown: float = 0.0) -> None:
         """Run (name, tick, finish) workers, one Loop each on its own thread (one alone on this thread), sharing
         one stop and one wake event: a signal stops them all; a NOTIFY wakes them all."""
         listening = wake_signal is not None and not options["once"]
         stopping, wake = threading.Event(), threading.Event()
         loops = [Loop(name, tick, interval=options["interval"], once=options["once"], logger=logger,
                       stopping=stopping, wake=wake, finish=finish,
-                      arm=functools.partial(arm_wake_signal, wake_signal) if listening else None)
+                      arm=functools.partial(arm_wake_signal, wake_signal) if listening else None, cooldown=cooldown)
                  for name, tick, finish in workers]
         if listening:
             listen(f"{scheduler_settings.schema}_{wake_signal}", stopping, wake, logger)

@@ -50,8 +50,10 @@ class DrainTick:
 
     def as_tick(self) -> Tick:
         """Batch was full, go again (as River's services do); otherwise the loop arms its wake signal, looks once
-        more and waits: a short listing already showed everything that was ready."""
-        return Tick(self.counts, again=self.counts["claimed"] > 0 and self.more)
+        more and waits: a short listing already showed everything that was ready. A tick that delivered some is
+        partial: a loop with a cooldown looks again after it instead, taking what came meanwhile together."""
+        claimed = self.counts["claimed"] > 0
+        return Tick(self.counts, again=claimed and self.more, partial=claimed and not self.more)
 
 
 def run_once(lease_owner: str, *, should_stop=lambda: False, **overrides) -> DrainTick:

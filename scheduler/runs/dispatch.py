@@ -197,8 +197,9 @@ class DispatchPool:
         # A tick that claimed anything looks again at once, not only a full one: launches that come faster than a
         # tick then keep the dispatcher claiming, where arming its wake signal and waiting for the NOTIFY cost each
         # launch two more statements and a notifying commit (paced p50 22 -> 12 ms at 80% of its start rate). The
-        # first look that finds nothing arms the signal.
-        return Tick(self._take_counts(len(claims)), again=bool(claims))
+        # first look that finds nothing arms the signal. A partial claim's next look waits out the loop's cooldown
+        # (SCHEDULER_DISPATCH_COOLDOWN_MS), so the launches of those milliseconds share one claim.
+        return Tick(self._take_counts(len(claims)), again=bool(claims), partial=0 < len(claims) < wanted)
 
     def _start(self, claim: lifecycle.Claim) -> None:
         partial = DispatchTick()

@@ -2,6 +2,7 @@
 
 import logging
 import threading
+import time
 
 import psycopg
 import pytest
@@ -76,3 +77,50 @@ def test_describe__names_the_statement_never_its_parameters():
         db.fetch_one("runs_read_status", {"run_id": "\x00secret-looking", "default_max_active": None})
     line = describe(raised.value)
     assert "(in SQL statement runs_read_status)" in line and "secret-looking" not in line
+
+
+def test_a_partial_batch__the_next_tick_waits_out_the_cooldown_from_the_last_ones_start():
+    """Work that arrives during the cooldown shares the next tick's statement (issue 47): a partial batch looks
+    again no sooner than `cooldown` after the tick before it started; a full one at once (interval=60 would hang)."""
+    starts = []
+    loop = _loop(lambda: None, cooldown=0.2)
+
+    def tick():
+        starts.append(time.monotonic())
+        if len(starts) == 4:
+            loop.stopping.set()
+        return Tick({"claimed": 1}, again=True, partial=len(starts) % 2 == 1)
+
+    loop.tick = tick
+    assert loop.run() == 0
+    assert starts[1] - starts[0] >= 0.2 and starts[3] - starts[2] >= 0.2
+
+
+def test_a_stop_during_the_cooldown__ends_the_loop_without_another_tick():
+    ticks = []
+    loop = _loop(lambda: None, cooldown=3600)
+
+    def tick():
+        ticks.append(1)
+        threading.Timer(0.05, loop.stopping.set).start()
+        return Tick({"claimed": 1}, again=True, partial=True)
+
+    loop.tick = tick
+    assert loop.run() == 0 and ticks == [1]
+
+
+def test_a_partial_tick_that_does_not_ask_to_go_again__looks_again_after_the_cooldown_without_arming():
+    """A drainer's tick that delivered some and found no more: with a cooldown it neither arms its wake signal
+    nor waits its interval (60 s: the test would hang), it looks again once the cooldown is over."""
+    starts, armed = [], []
+    loop = _loop(lambda: None, cooldown=0.1, arm=lambda: armed.append(1))
+
+    def tick():
+        starts.append(time.monotonic())
+        if len(starts) == 3:
+            loop.stopping.set()
+        return Tick({"claimed": 1}, again=False, partial=True)
+
+    loop.tick = tick
+    assert loop.run() == 0
+    assert armed == [] and starts[1] - starts[0] >= 0.1 and starts[2] - starts[1] >= 0.1

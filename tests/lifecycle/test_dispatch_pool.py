@@ -48,9 +48,17 @@ def test_a_tick_that_claimed_anything_looks_again_and_one_that_found_nothing_wai
     pool = dispatch.DispatchPool(4)
     try:
         partial = pool.tick(4)
-        assert partial.counts["claimed"] == 1 and partial.again  # one of the four it could take: look again
+        # One of the four it could take: look again, after the loop's cooldown (launches meanwhile share a claim).
+        assert partial.counts["claimed"] == 1 and partial.again and partial.partial
         empty = pool.tick(4)
         assert empty.counts["claimed"] == 0 and not empty.again  # nothing queued: arm and wait
+    finally:
+        pool.close()
+    launch(4)
+    pool = dispatch.DispatchPool(4)
+    try:
+        full = pool.tick(4)
+        assert full.counts["claimed"] == 4 and full.again and not full.partial  # a full claim: at once
     finally:
         pool.close()
 

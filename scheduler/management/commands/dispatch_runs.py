@@ -3,6 +3,7 @@ concurrently (up to --starts in flight), park each as its start returns."""
 
 import logging
 
+from scheduler.conf import scheduler_settings
 from scheduler.management.cli import LoopCommand, integer
 from scheduler.runs import dispatch
 
@@ -26,4 +27,5 @@ class Command(LoopCommand):
         pool = dispatch.DispatchPool(options["starts"])
         # On SIGTERM the loop ends and the starts in flight finish and park before the process exits.
         self.run_loop(lambda: pool.tick(options["limit"]), options, logging.getLogger("scheduler.dispatch"),
-                      wake_signal="run_queued", finish=pool.close)
+                      wake_signal="run_queued", finish=pool.close,
+                      cooldown=scheduler_settings.dispatch_cooldown_ms / 1000)

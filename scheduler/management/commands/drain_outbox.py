@@ -13,6 +13,7 @@ from functools import partial
 from scheduler import outbound
 from scheduler.kinds import HeadPriority, Lane, values
 from scheduler.loop import lease_owner
+from scheduler.conf import scheduler_settings
 from scheduler.management.cli import LoopCommand, integer, seconds
 from scheduler.outbox import drainer, settle
 
@@ -54,4 +55,4 @@ class Command(LoopCommand):
             return f"drain {owner}", tick, partial(_finish, owner)
 
         self.run_workers([worker(f"{base}:{index}") for index in range(options["workers"])], options, logger,
-                         wake_signal="outbox_wake")
+                         wake_signal="outbox_wake", cooldown=scheduler_settings.drain_cooldown_ms / 1000)
