@@ -21,12 +21,14 @@ WARM_UP_S = 5.0
 KILL_EVERY_S = 10.0
 
 
-def measure_step(load, stack, pgdata: Path, rate: float, seconds: float) -> dict:
-    """Offer `rate` for a warm-up and `seconds`; what completed, the lag, the server time and the CPU."""
+def measure_step(load, stack, pgdata: Path, rate: float, seconds: float, fakes: dict[str, int]) -> dict:
+    """Offer `rate` for a warm-up and `seconds`; what completed, the lag, the server time and the CPU (of
+    PostgreSQL, each worker, this process and each fake's process, `fakes` naming their pids)."""
     load.offer(rate)
     time.sleep(WARM_UP_S)
     capacity.reset_statements()
     since, cpu, server, python = time.time(), stack.cpu(), capacity.server_cpu(pgdata), time.process_time()
+    faked = {name: capacity.process_cpu(pid) for name, pid in fakes.items()}
     commits, wal = capacity.commits_and_wal()
     time.sleep(seconds)
     seen = capacity.window(since)
@@ -37,6 +39,8 @@ def measure_step(load, stack, pgdata: Path, rate: float, seconds: float) -> dict
     cpu_ms = {kind: (workers[kind] - cpu[kind]) * 1000 / done for kind in workers}
     cpu_ms["postgres"] = (capacity.server_cpu(pgdata) - server) * 1000 / done
     cpu_ms["bench (launches, runners)"] = (time.process_time() - python) * 1000 / done
+    for name, pid in fakes.items():
+        cpu_ms[name] = (capacity.process_cpu(pid) - faked[name]) * 1000 / done
     completed = seen["finished"] / seconds
     return {"offered": rate, "completed": completed, "lag_s": seen["lag_s"], "statement_ms": statements / done,
             "commits": (commits_after - commits) / done, "wal_kb": (wal_after - wal) / done / 1024,
@@ -44,10 +48,10 @@ def measure_step(load, stack, pgdata: Path, rate: float, seconds: float) -> dict
             "sustained": completed >= 0.95 * rate and seen["lag_s"] <= 1.0}
 
 
-def find_max(load, stack, pgdata: Path, seconds: float) -> tuple[dict | None, list[dict]]:
+def find_max(load, stack, pgdata: Path, seconds: float, fakes: dict[str, int]) -> tuple[dict | None, list[dict]]:
     steps, best, rate = [], None, FIRST_RATE
     for _ in range(MOST_STEPS):
-        step = measure_step(load, stack, pgdata, rate, seconds)
+        step = measure_step(load, stack, pgdata, rate, seconds, fakes)
         steps.append(step)
         # Cost per run against load (issue 47): what a run costs the database at each offered rate.
         print(f"  offered {rate:6.1f}/s: completed {step['completed']:6.1f}/s, lag p99 {step['lag_s'] * 1000:6.0f} ms; "
@@ -112,7 +116,8 @@ def main(args) -> None:
         load = capacity.Load(receiver.url)
         try:
             time.sleep(3)  # the workers start and LISTEN
-            best, steps = find_max(load, stack, server.pgdata, step_s)
+            fakes = {"fake Daytona": daytona.process.pid, "fake receiver": receiver.process.pid}
+            best, steps = find_max(load, stack, server.pgdata, step_s, fakes)
             held = 0.8 * (best["offered"] if best else FIRST_RATE)
             rates, events = hold_with_chaos(load, stack, server, held, minutes)
             # Launches stopped; the runners go on reporting for what is still parked until everything settled.
@@ -142,6 +147,9 @@ def report(args, best, steps, held, minutes, rates, events, finished, kept) -> N
         rows.append(("  server time per run at it (ms, pg_stat_statements)", f"{best['statement_ms']:.2f}", "", "", ""))
         for kind, ms in sorted(best["cpu_ms"].items(), key=lambda item: -item[1]):
             rows.append((f"  CPU per run: {kind} (ms)", f"{ms:.2f}", "", "", ""))
+        machine = sum(best["cpu_ms"].values())
+        rows.append(("  CPU per run: the whole machine (ms)", f"{machine:.2f}",
+                     f"{os.cpu_count()} cores: {os.cpu_count() * 1000 / machine:.0f} runs/s at most", "", ""))
     rows.append((f"held at {held:.1f}/s for {minutes:g} min under chaos: last minute's rate (runs/s)",
                  f"{last_rate:.1f}", f"first minute {first_rate:.1f}",
                  f"{last_rate / first_rate if first_rate else 0:.2f}", ">= 0.90"))

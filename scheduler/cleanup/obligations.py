@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass
 
 from scheduler import db, messages
+from scheduler.errors import InvalidInput
 from scheduler.faults import backoff_ms
 
 
@@ -83,14 +84,37 @@ def read_acceptance(identity: dict) -> Acceptance | None:
     return None if row is None else Acceptance(float(row["accepted_at_ms"]), row["organization_id"])
 
 
-def complete(job: Job, lease_owner: str, provider_outcome: str, observed_routing_domain: str | None = None) -> str:
-    """CLN-6: completed, already_deleted, lease_lost, missing_obligation or wrong_routing_domain."""
-    row = db.fetch_one("sandbox_cleanup_complete", {
-        **job.identity(), "lease_owner": lease_owner, "provider_outcome": provider_outcome,
-        "observed_routing_domain": observed_routing_domain,
-        "event_id": job.event_id("provider_delete_confirmed"),
+@dataclass(frozen=True)
+class Completion:
+    """A job whose sandbox the provider confirmed gone: how (deleted, already_absent) and the domain it named."""
+
+    job: Job
+    provider_outcome: str
+    observed_routing_domain: str | None = None
+
+
+def complete_all(completions: list[Completion], lease_owner: str) -> list[str]:
+    """CLN-6 for many jobs in ONE statement, each fenced on its own; one outcome per job, in order: completed,
+    already_deleted, lease_lost, missing_obligation or wrong_routing_domain."""
+    if not completions:
+        return []
+    jobs = [item.job for item in completions]
+    if len({(job.provider, job.sandbox_id, job.run_id, job.attempt, job.routing_domain) for job in jobs}) != len(jobs):
+        raise InvalidInput("a completion batch names each job once")
+    rows = db.fetch_all("sandbox_cleanup_complete", {
+        "providers": [job.provider for job in jobs], "sandbox_ids": [job.sandbox_id for job in jobs],
+        "run_ids": [job.run_id for job in jobs], "attempts": [job.attempt for job in jobs],
+        "routing_domains": [job.routing_domain for job in jobs],
+        "provider_outcomes": [item.provider_outcome for item in completions],
+        "observed_routing_domains": [item.observed_routing_domain for item in completions],
+        "event_ids": [job.event_id("provider_delete_confirmed") for job in jobs], "lease_owner": lease_owner,
     })
-    return row["outcome"]
+    return [row["outcome"] for row in rows]
+
+
+def complete(job: Job, lease_owner: str, provider_outcome: str, observed_routing_domain: str | None = None) -> str:
+    """CLN-6 for one job: completed, already_deleted, lease_lost, missing_obligation or wrong_routing_domain."""
+    return complete_all([Completion(job, provider_outcome, observed_routing_domain)], lease_owner)[0]
 
 
 BACKOFF_CAP_MS = 3_600_000.0

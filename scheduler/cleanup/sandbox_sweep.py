@@ -8,7 +8,8 @@
    later (Daytona) is read back at the next look, due after the delay, in the
    same statement that recorded the acceptance.
 3. Read back; deleted (or already absent) -> complete at the first
-   acceptance time; still present -> look again later.
+   acceptance time, the tick's confirmations in one statement; still
+   present -> look again later.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from django.db import DatabaseError
+
 from scheduler import observability
+from scheduler.faults import describe
 from scheduler.cleanup import obligations
 from scheduler.conf import scheduler_settings
 from scheduler.kinds import CleanupStatus
@@ -42,12 +46,38 @@ def run_once(providers: list[str], lease_owner: str, limit: int = 20, now=None, 
     if adopted:
         result.counts["adopted"] = adopted["copied"] + adopted["settled_legacy"] + adopted["settled_duplicates"]
     result.counts["claimed"] = len(jobs)
+    confirmed: list[obligations.Completion] = []
     for job in jobs:
-        handle(job, lease_owner, result, readback_delay_ms, provider_for)
+        handle(job, lease_owner, result, readback_delay_ms, provider_for, confirmed)
+    complete(confirmed, lease_owner, result)
     return result
 
 
-def handle(job: obligations.Job, lease_owner: str, result: CleanupTick, readback_delay_ms: float, provider_for) -> None:
+def complete(confirmed: list[obligations.Completion], lease_owner: str, result: CleanupTick) -> None:
+    """CLN-6 for the tick's confirmed deletes in one statement (issue 47); should the batch fail, each on its own,
+    so one job's fault leaves the others completed."""
+    try:
+        outcomes = obligations.complete_all(confirmed, lease_owner)
+    except DatabaseError as error:
+        logger.warning("cleanup: completing %d jobs together failed (%s); completing each alone", len(confirmed),
+                       describe(error))
+        outcomes = [_complete_alone(item, lease_owner) for item in confirmed]
+    for item, outcome in zip(confirmed, outcomes):
+        if outcome == "completed":
+            result.counts["confirmed"] += 1
+        logger.info("cleanup %s %s: %s (%s)", item.job.provider, item.job.sandbox_id, outcome, item.provider_outcome)
+
+
+def _complete_alone(item: obligations.Completion, lease_owner: str) -> str:
+    try:
+        return obligations.complete_all([item], lease_owner)[0]
+    except DatabaseError as error:  # its lease expires and a later tick reads it back again
+        logger.warning("cleanup %s %s: completion failed: %s", item.job.provider, item.job.sandbox_id, describe(error))
+        return "failed"
+
+
+def handle(job: obligations.Job, lease_owner: str, result: CleanupTick, readback_delay_ms: float, provider_for,
+           confirmed: list[obligations.Completion]) -> None:
     ref = SandboxRef(job.provider, job.sandbox_id, job.routing_domain)
     try:
         provider = provider_for(job.provider)
@@ -55,7 +85,7 @@ def handle(job: obligations.Job, lease_owner: str, result: CleanupTick, readback
             with observability.CLEANUP_DELETE_SECONDS.labels(job.provider).time():
                 outcome = provider.delete(ref)
             if outcome is DeleteOutcome.ALREADY_ABSENT:
-                _complete(job, lease_owner, "already_absent", result, provider.seen_domain(ref))
+                confirmed.append(_confirmation(job, "already_absent", provider.seen_domain(ref)))
                 return
             result.counts["accepted"] += 1
             if not getattr(provider, "delete_done_when_accepted", True):  # a provider that does not say: at once
@@ -73,16 +103,12 @@ def handle(job: obligations.Job, lease_owner: str, result: CleanupTick, readback
         logger.warning("cleanup %s %s: %s (%s)", job.provider, job.sandbox_id, error, status)
         return
     if seen is ReadBack.DELETED:
-        _complete(job, lease_owner, "deleted", result, provider.seen_domain(ref))
+        confirmed.append(_confirmation(job, "deleted", provider.seen_domain(ref)))
     else:
         obligations.retry_later(job, lease_owner, readback_delay_ms)
         result.counts["retried"] += 1
 
 
-def _complete(job: obligations.Job, lease_owner: str, provider_outcome: str, result: CleanupTick,
-              seen_domain: str | None) -> None:
+def _confirmation(job: obligations.Job, provider_outcome: str, seen_domain: str | None) -> obligations.Completion:
     """CLN-6; the observed routing domain is the one the provider's answer named, else the job's own."""
-    outcome = obligations.complete(job, lease_owner, provider_outcome, seen_domain or job.routing_domain)
-    if outcome == "completed":
-        result.counts["confirmed"] += 1
-    logger.info("cleanup %s %s: %s (%s)", job.provider, job.sandbox_id, outcome, provider_outcome)
+    return obligations.Completion(job, provider_outcome, seen_domain or job.routing_domain)

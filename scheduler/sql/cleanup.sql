@@ -75,94 +75,109 @@ ORDER BY event.created_at, event.event_id
 LIMIT 1;
 
 -- name: sandbox_cleanup_complete
--- Provider-confirmed completion under the run's custody lock and the job's full identity (CLN-6): tombstone at the first acceptance, billingEndedAt, confirmation event, legacy completion for daytona.
-WITH custody AS MATERIALIZED (
-    SELECT run.run_id FROM __schema__.runs AS run WHERE run.run_id = %(run_id)s::text FOR NO KEY UPDATE
+-- Provider-confirmed completion of many jobs in one statement (CLN-6), each under its run's custody lock and its job's full identity, fenced on its own (this worker's lease, still pending): tombstone at the first acceptance, billingEndedAt, confirmation event, legacy completion for daytona; one outcome per item, in input order. Items name distinct jobs; runs are locked in run_id order, then jobs, so batches never deadlock.
+-- plan: generic
+WITH item AS MATERIALIZED (
+    SELECT *
+    FROM unnest(%(providers)s::text[], %(sandbox_ids)s::text[], %(run_ids)s::text[], %(attempts)s::integer[],
+                %(routing_domains)s::text[], %(provider_outcomes)s::text[], %(observed_routing_domains)s::text[],
+                %(event_ids)s::text[])
+         WITH ORDINALITY AS item(provider, sandbox_id, run_id, attempt, routing_domain, provider_outcome,
+                                 observed_routing_domain, event_id, position)
+), custody AS MATERIALIZED (
+    SELECT run.run_id FROM __schema__.runs AS run
+    WHERE run.run_id IN (SELECT item.run_id FROM item)
+    ORDER BY run.run_id
+    FOR NO KEY UPDATE
 ), current_job AS MATERIALIZED (
-    SELECT job.status, job.lease_owner, job.lease_expires_at, job.environment, job.routing_domain
+    SELECT item.position, job.status, job.lease_owner, job.environment
     FROM __schema__.sandbox_cleanup_jobs_v2 AS job
+    JOIN item ON job.provider = item.provider AND job.sandbox_id = item.sandbox_id
+             AND job.run_id = item.run_id AND job.attempt = item.attempt
+             AND job.routing_domain IS NOT DISTINCT FROM item.routing_domain
     CROSS JOIN (SELECT count(*) FROM custody) AS custody_first
-    WHERE job.provider = %(provider)s::text AND job.sandbox_id = %(sandbox_id)s::text
-      AND job.run_id = %(run_id)s::text AND job.attempt = %(attempt)s::integer
-      AND job.routing_domain IS NOT DISTINCT FROM %(routing_domain)s::text
+    ORDER BY job.run_id, job.provider, job.sandbox_id
     FOR UPDATE OF job
-), acceptance AS MATERIALIZED (
-    SELECT min(event.created_at) AS accepted_at
-    FROM __schema__.sandbox_cleanup_events_v2 AS event
-    WHERE event.run_id = %(run_id)s::text AND event.attempt = %(attempt)s::integer
-      AND event.provider = %(provider)s::text AND event.sandbox_id = %(sandbox_id)s::text
-      AND event.routing_domain IS NOT DISTINCT FROM %(routing_domain)s::text
-      AND event.event_type = 'provider_delete_accepted'
 ), outcome AS MATERIALIZED (
-    SELECT CASE
-        WHEN NOT EXISTS (SELECT 1 FROM current_job) THEN
-            CASE WHEN EXISTS (
-                SELECT 1 FROM __schema__.sandbox_cleanup_jobs_v2 AS other
-                WHERE other.provider = %(provider)s::text AND other.sandbox_id = %(sandbox_id)s::text
-                  AND other.run_id = %(run_id)s::text AND other.attempt = %(attempt)s::integer
-            ) THEN 'wrong_routing_domain' ELSE 'missing_obligation' END
-        WHEN (SELECT status FROM current_job) = 'deleted' THEN 'already_deleted'
-        WHEN (SELECT lease_owner IS DISTINCT FROM %(lease_owner)s::text FROM current_job) THEN 'lease_lost'
-        ELSE 'completed'
-    END AS outcome,
-    coalesce((SELECT accepted_at FROM acceptance), clock_timestamp()) AS ended_at
+    SELECT item.*, current_job.environment,
+           CASE
+               WHEN current_job.position IS NULL THEN
+                   CASE WHEN EXISTS (
+                       SELECT 1 FROM __schema__.sandbox_cleanup_jobs_v2 AS other
+                       WHERE other.provider = item.provider AND other.sandbox_id = item.sandbox_id
+                         AND other.run_id = item.run_id AND other.attempt = item.attempt
+                   ) THEN 'wrong_routing_domain' ELSE 'missing_obligation' END
+               WHEN current_job.status = 'deleted' THEN 'already_deleted'
+               WHEN current_job.lease_owner IS DISTINCT FROM %(lease_owner)s::text THEN 'lease_lost'
+               ELSE 'completed'
+           END AS outcome,
+           coalesce((SELECT min(event.created_at)
+                     FROM __schema__.sandbox_cleanup_events_v2 AS event
+                     WHERE event.run_id = item.run_id AND event.attempt = item.attempt
+                       AND event.provider = item.provider AND event.sandbox_id = item.sandbox_id
+                       AND event.routing_domain IS NOT DISTINCT FROM item.routing_domain
+                       AND event.event_type = 'provider_delete_accepted'), clock_timestamp()) AS ended_at
+    FROM item
+    LEFT JOIN current_job ON current_job.position = item.position
 ), tombstone AS (
     UPDATE __schema__.sandbox_cleanup_jobs_v2 AS job
     SET status = 'deleted',
         deleted_at = outcome.ended_at,
         delete_confirmed_at = clock_timestamp(),
-        routing_domain = coalesce(job.routing_domain, nullif(%(observed_routing_domain)s::text, '')),
+        routing_domain = coalesce(job.routing_domain, nullif(outcome.observed_routing_domain, '')),
         lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, updated_at = clock_timestamp()
     FROM outcome
     WHERE outcome.outcome = 'completed'
-      AND job.provider = %(provider)s::text AND job.sandbox_id = %(sandbox_id)s::text
-      AND job.run_id = %(run_id)s::text AND job.attempt = %(attempt)s::integer
-      AND job.routing_domain IS NOT DISTINCT FROM %(routing_domain)s::text
-    RETURNING job.provider, job.sandbox_id, job.routing_domain
+      AND job.provider = outcome.provider AND job.sandbox_id = outcome.sandbox_id
+      AND job.run_id = outcome.run_id AND job.attempt = outcome.attempt
+      AND job.routing_domain IS NOT DISTINCT FROM outcome.routing_domain
+    RETURNING outcome.position, job.provider, job.sandbox_id, job.run_id, job.routing_domain
 ), billing_end AS (
-    -- Billing ends when the provider accepted the delete, not when the read-back confirmed it.
+    -- Billing ends when the provider accepted the delete, not when the read-back confirmed it; every sandbox of a
+    -- run completed in this batch ends in the one update of its run.
     UPDATE __schema__.runs AS run
     SET runtime_resources_json = (
             SELECT coalesce(jsonb_agg(CASE
-                       WHEN resource ->> 'sandboxId' = %(sandbox_id)s::text
-                            AND coalesce(resource ->> 'provider', %(provider)s::text) = %(provider)s::text
-                            AND NOT resource ? 'billingEndedAt'
+                       WHEN ended.ended_at IS NOT NULL AND NOT resource ? 'billingEndedAt'
                        -- CLN-5: epoch milliseconds with the acceptance's sub-millisecond part, as the seed writes it.
-                       THEN resource || jsonb_build_object('billingEndedAt', extract(epoch FROM outcome.ended_at) * 1000)
+                       THEN resource || jsonb_build_object('billingEndedAt', extract(epoch FROM ended.ended_at) * 1000)
                        ELSE resource END ORDER BY position), '[]'::jsonb)
-            FROM jsonb_array_elements(run.runtime_resources_json) WITH ORDINALITY AS item(resource, position)
+            FROM jsonb_array_elements(run.runtime_resources_json) WITH ORDINALITY AS element(resource, position)
+            LEFT JOIN LATERAL (
+                SELECT min(outcome.ended_at) AS ended_at
+                FROM tombstone JOIN outcome ON outcome.position = tombstone.position
+                WHERE tombstone.run_id = run.run_id AND element.resource ->> 'sandboxId' = tombstone.sandbox_id
+                  AND coalesce(element.resource ->> 'provider', tombstone.provider) = tombstone.provider
+            ) AS ended ON true
         ),
         updated_at = now()
-    FROM outcome, tombstone
-    WHERE run.run_id = %(run_id)s::text
-)
-, confirmation AS (
+    WHERE run.run_id IN (SELECT tombstone.run_id FROM tombstone)
+), confirmation AS (
     INSERT INTO __schema__.sandbox_cleanup_events_v2 (event_id, provider, sandbox_id, run_id, attempt, routing_domain, event_type, details_json)
-    SELECT %(event_id)s::text, tombstone.provider, tombstone.sandbox_id, %(run_id)s::text, %(attempt)s::integer,
-           %(routing_domain)s::text, 'provider_delete_confirmed',
-           jsonb_build_object('providerOutcome', %(provider_outcome)s::text, 'routingDomain', tombstone.routing_domain)
-    FROM tombstone
+    SELECT outcome.event_id, tombstone.provider, tombstone.sandbox_id, outcome.run_id, outcome.attempt,
+           outcome.routing_domain, 'provider_delete_confirmed',
+           jsonb_build_object('providerOutcome', outcome.provider_outcome, 'routingDomain', tombstone.routing_domain)
+    FROM tombstone JOIN outcome ON outcome.position = tombstone.position
     ON CONFLICT (event_id) DO NOTHING
 ), billing_nudge AS (
     -- A late resource that just got its end time need not wait for its ceiling.
     UPDATE __schema__.compute_billing_jobs_v2 AS billing
     SET available_at = least(billing.available_at, now())
-    FROM tombstone
-    WHERE billing.run_id = %(run_id)s::text AND billing.status = 'pending'
+    WHERE billing.run_id IN (SELECT tombstone.run_id FROM tombstone) AND billing.status = 'pending'
 ), legacy_completion AS (
     UPDATE __schema__.sandbox_cleanup_jobs AS legacy
     SET status = 'deleted', deleted_at = coalesce(legacy.deleted_at, clock_timestamp()),
         lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, updated_at = clock_timestamp()
-    FROM tombstone CROSS JOIN current_job
+    FROM tombstone JOIN outcome ON outcome.position = tombstone.position
     WHERE tombstone.provider = 'daytona'
-      AND legacy.sandbox_id = tombstone.sandbox_id AND legacy.run_id = %(run_id)s::text
-      AND legacy.attempt = %(attempt)s::integer AND legacy.environment = current_job.environment
+      AND legacy.sandbox_id = tombstone.sandbox_id AND legacy.run_id = outcome.run_id
+      AND legacy.attempt = outcome.attempt AND legacy.environment = outcome.environment
       -- The confirmation's original routing domain (the job's, null for a null-domain job), not the one the
       -- provider's answer filled into the tombstone: a null-domain legacy row is settled too.
-      AND legacy.routing_domain IS NOT DISTINCT FROM %(routing_domain)s::text
+      AND legacy.routing_domain IS NOT DISTINCT FROM outcome.routing_domain
       AND legacy.status <> 'deleted'
 )
-SELECT outcome.outcome, outcome.ended_at FROM outcome;
+SELECT outcome.outcome, outcome.ended_at FROM outcome ORDER BY outcome.position;
 
 -- name: sandbox_cleanup_fail
 -- A failed delete (CLN-7): back off, or block with a reason when permanent or past the limit; the lease is returned.
