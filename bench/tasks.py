@@ -45,14 +45,16 @@ def launch_statement_limit(url: str, seconds: int) -> float:
 
     body = options.launch_body_for(greet, {"args": ["guest"], "kwargs": {}}, {})
     quoted = {"launch": json.dumps(body["launch"]), "input": json.dumps(body["input"])}
-    values = {
-        "release_keys": "'{}'", "run_id": "'pgbench-' || :client_id || '-' || :n", "org_id": "NULL",
-        "play_name": "'scheduler.stack.demo_tasks:greet'", "graph_hash": "NULL", "runtime_profile": "NULL",
-        "definition_scope": "NULL", "launch": "'" + quoted["launch"] + "'", "input": "'" + quoted["input"] + "'",
-        "run_log_store": "NULL", "max_attempts": "3", "wait_deadline": "NULL", "idempotency_key": "NULL",
-        "idempotency_digest": "NULL", "priority": "0", "run_after": f"'{LATER.isoformat()}'", "concurrency_key": "NULL",
-        "concurrency_limit": "NULL",
+    one = {
+        "run_ids": "'pgbench-' || :client_id || '-' || :n", "org_ids": "NULL",
+        "play_names": "'scheduler.stack.demo_tasks:greet'", "graph_hashes": "NULL", "runtime_profiles": "NULL",
+        "definition_scopes": "NULL", "launches": "'" + quoted["launch"] + "'", "inputs": "'" + quoted["input"] + "'",
+        "run_log_stores": "NULL", "max_attempts": "3", "wait_deadlines": "NULL", "idempotency_keys": "NULL",
+        "idempotency_digests": "NULL", "priorities": "0", "run_afters": f"'{LATER.isoformat()}'",
+        "concurrency_keys": "NULL", "concurrency_limits": "NULL",
     }
+    # A launch of one run: each array of the batch statement holds one element.
+    values = {"release_keys": "'{}'", **{name: f"ARRAY[{value}]" for name, value in one.items()}}
     script = "\\set n random(1, 2000000000)\n" + harness.replay_statement("runs_launch", values)
     return harness.pgbench_run(url, script, THREADS, seconds)
 

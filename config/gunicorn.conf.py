@@ -18,12 +18,13 @@ wsgi_app = "config.wsgi:application"
 
 
 def worker_exit(server, worker):
-    """A worker that stops settles (and bumps) what its group settler and heartbeater still hold before it goes
-    (requests already answered are never left undone)."""
-    from scheduler.runs import beats, settler
+    """A worker that stops settles, bumps and launches what its group settler, heartbeater and launcher still
+    hold before it goes (requests already answered are never left undone)."""
+    from scheduler.runs import beats, launches, settler
 
     settler.close_shared()
     beats.close_shared()
+    launches.close_shared()
 
 
 def post_worker_init(worker):

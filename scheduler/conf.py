@@ -240,6 +240,7 @@ class SchedulerSettings:
     billing_lease_seconds = Setting(300, _integer(1))
     settle_batch_size = Setting(32, _integer(1, 500))
     heartbeat_batch_size = Setting(32, _integer(1, 500))
+    launch_batch_size = Setting(32, _integer(1, 500))
     heartbeat_timeout_ms = Setting(60_000, _integer(1))
     max_request_bytes = Setting(1024 * 1024, _integer(1024))
     default_provider = Setting(Provider.LOCAL.value, _one_of(values(Provider)))

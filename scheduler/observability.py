@@ -18,6 +18,9 @@ WORKER_TICK_FAILURES = Counter("scheduler_worker_tick_failures", "Worker ticks t
                                ["worker"])
 SETTLE_BATCH_SIZE = Histogram("scheduler_settle_batch_size", "Attempts settled per settlement statement.",
                               buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 500))
+LAUNCH_BATCH_SIZE = Histogram("scheduler_launch_batch_size",
+                              "Runs inserted per launch statement (a web process's group launcher).",
+                              buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 500))
 HEARTBEAT_BATCH_SIZE = Histogram("scheduler_heartbeat_batch_size",
                                  "Runner heartbeats bumped per heartbeat statement (a web process's group heartbeater).",
                                  buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 500))

@@ -19,7 +19,8 @@ def scratch_db():
 def _stop_the_shared_settler():
     """A test that settled through the web path leaves no settler thread (and connection) behind."""
     yield
-    from scheduler.runs import beats, settler
+    from scheduler.runs import beats, launches, settler
 
     settler.close_shared()
     beats.close_shared()
+    launches.close_shared()

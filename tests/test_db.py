@@ -19,11 +19,11 @@ def test_rows_are_dicts_with_json_decoded():
 def test_database_error__surfaces_as_psycopg_error_with_statement_name():
     with pytest.raises(psycopg.errors.CheckViolation) as raised:
         db.fetch_one("runs_launch", {
-            "release_keys": [], "run_id": "r1", "org_id": None, "play_name": "p", "graph_hash": None,
-            "runtime_profile": None, "definition_scope": "galaxy", "launch": "{}", "input": None,
-            "run_log_store": None, "max_attempts": 1, "wait_deadline": None, "idempotency_key": None,
-            "idempotency_digest": None, "priority": 0, "concurrency_key": None, "concurrency_limit": None,
-                "run_after": None,
+            "release_keys": [], "run_ids": ["r1"], "org_ids": [None], "play_names": ["p"], "graph_hashes": [None],
+            "runtime_profiles": [None], "definition_scopes": ["galaxy"], "launches": ["{}"], "inputs": [None],
+            "run_log_stores": [None], "max_attempts": [1], "wait_deadlines": [None], "idempotency_keys": [None],
+            "idempotency_digests": [None], "priorities": [0], "concurrency_keys": [None],
+            "concurrency_limits": [None], "run_afters": [None],
         })
     assert "in SQL statement runs_launch" in raised.value.__notes__
 

@@ -8,7 +8,7 @@ from scheduler.api.auth import require_internal_token
 from scheduler.api.http import api_view, json_body, path_attempt
 from scheduler.errors import InvalidInput, NotFound
 from scheduler.operations import run_list
-from scheduler.runs import launch_body, lifecycle
+from scheduler.runs import launch_body, launches, lifecycle
 
 
 @api_view("GET", "POST")
@@ -16,7 +16,7 @@ def runs(request):
     """POST: launch a run (RUN-1). GET: runs newest first, filtered, a page at a time."""
     require_internal_token(request)
     if request.method == "POST":
-        launched = lifecycle.launch_run(launch_body.launch_request(json_body(request)))
+        launched = launches.launch(launch_body.launch_request(json_body(request)))
         if launched.deduplicated:  # FSH-5: the first launch's run, whatever its status
             return JsonResponse({"runId": launched.run_id, "deduplicated": True}, status=200)
         return JsonResponse({"runId": launched.run_id}, status=201)

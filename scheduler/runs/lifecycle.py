@@ -1,4 +1,4 @@
-"""Run lifecycle (RUN-1..8): launch, claim, park, heartbeat, cancel, status.
+"""Run lifecycle (RUN-1..8): launch (launches.py), claim, park, cancel, status; heartbeats: beats.py.
 
 Each operation is one named statement in sql/lifecycle.sql; the fences
 (lease token, exact attempt, no newer attempt, run lock first) live there.
@@ -7,12 +7,8 @@ Answers are dataclasses; the API turns them into JSON (api/responses.py).
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import datetime as dt
-import hashlib
 import json
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,104 +17,14 @@ from django.db import transaction
 
 from scheduler import db, observability
 from scheduler.conf import scheduler_settings
-from scheduler.errors import IdempotencyConflict, InvalidInput, NotFound, ReleaseClosed
-from scheduler.runs import admission
+from scheduler.errors import InvalidInput, NotFound
 from scheduler.runs.claiming import Claim, Claims, claim_queued_runs  # noqa: F401 - the lifecycle's claim
+from scheduler.runs.launches import (  # noqa: F401 - the lifecycle's launch
+    Concurrency, LaunchRequest, Launched, launch_run)
 
 
 def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value)
-
-
-@dataclass(frozen=True)
-class Concurrency:
-    """FSH-2: at most `limit` active runs of one org hold `key`."""
-
-    key: str
-    limit: int
-
-
-@dataclass(frozen=True)
-class LaunchRequest:
-    """A validated launch (api/parsing.py builds it from a request body)."""
-
-    play_name: str
-    org_id: str | None = None
-    input: Any = None
-    launch: dict | None = None
-    max_attempts: int = 3
-    run_log_store: str | None = None
-    graph_hash: str | None = None
-    runtime_profile: str | None = None
-    definition_scope: str | None = None
-    wait_deadline: dt.datetime | None = None
-    idempotency_key: str | None = None  # FSH-5: one kept run per org and key
-    priority: int = 0  # FSH-3: -100..100, higher first within the org
-    concurrency: Concurrency | None = None  # FSH-2
-    run_after: dt.datetime | None = None  # FSH-7: never claimed before this instant
-
-    def digest(self) -> str:
-        """What makes two launches "the same body" (FSH-5): every field, canonically serialized.
-
-        Fields added after FSH-5 shipped count only when set, so a repeat that spans the deploy of a release that
-        added them is still the same body.
-        """
-        fields = dataclasses.asdict(self)
-        for name, default in LATER_FIELDS.items():
-            if fields[name] == default:
-                del fields[name]
-        body = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
-        return hashlib.sha256(body.encode()).hexdigest()
-
-
-# Launch fields added after idempotency keys (FSH-2, FSH-3, FSH-7), with their defaults.
-LATER_FIELDS = {"priority": 0, "concurrency": None, "run_after": None}
-
-
-@dataclass(frozen=True)
-class Launched:
-    run_id: str
-    deduplicated: bool = False  # FSH-5: a repeat of an earlier launch; run_id is that launch's run
-    created_at: dt.datetime | None = None  # when the launch inserted it (None for a repeat)
-
-
-def launch_run(request: LaunchRequest) -> Launched:
-    """RUN-1/ADM-5: insert a queued run and run.created, refused while its release reads closed; FSH-5: a repeat
-    of a keyed launch answers the first run, and the same key with another body is a conflict."""
-    launch = request.launch or {}
-    release_id = launch.get("absurdReleaseId")
-    keys = admission.admission_keys(release_id, launch.get("environment")) if release_id else []
-    digest = request.digest() if request.idempotency_key is not None else None
-    # No savepoint inside a caller's transaction (a schedule's fire, a task's enqueue): the refusals below are
-    # raised after the block, so only a database fault, which ends the caller's transaction anyway, can leave it.
-    # Without release keys the one statement is the whole launch: no transaction of its own (two round trips
-    # fewer).
-    with transaction.atomic(savepoint=False) if keys else contextlib.nullcontext():
-        admission.lock_keys(keys)
-        row = db.fetch_one("runs_launch", {
-            "release_keys": keys, "run_id": f"run_{uuid.uuid4().hex}", "org_id": request.org_id,
-            "play_name": request.play_name, "graph_hash": request.graph_hash,
-            "runtime_profile": request.runtime_profile, "definition_scope": request.definition_scope,
-            "launch": json.dumps(launch), "input": _json(request.input), "run_log_store": request.run_log_store,
-            "max_attempts": request.max_attempts, "wait_deadline": request.wait_deadline,
-            "idempotency_key": request.idempotency_key, "idempotency_digest": digest,
-            "priority": request.priority, "run_after": request.run_after,
-            "concurrency_key": request.concurrency.key if request.concurrency else None,
-            "concurrency_limit": request.concurrency.limit if request.concurrency else None,
-        })
-    if row["run_id"] is None and request.idempotency_key is not None:
-        first = db.fetch_one("runs_read_by_idempotency_key", {"org_id": request.org_id,
-                                                              "idempotency_key": request.idempotency_key})
-        if first is not None:
-            if first["idempotency_digest"] != digest:
-                raise IdempotencyConflict(f"idempotencyKey {request.idempotency_key[:80]!r} was used by run "
-                                          f"{first['run_id']} with another body", field="idempotencyKey")
-            return Launched(first["run_id"], deduplicated=True)
-    if row["release_closed"]:
-        raise ReleaseClosed(f'release "{release_id}" is closed to new runs')
-    if row["run_id"] is None:  # the key's run was removed between the two reads (retention): say so, write nothing
-        raise IdempotencyConflict("idempotencyKey's run was just removed; launch again", field="idempotencyKey")
-    return Launched(row["run_id"], created_at=row["created_at"])
 
 
 @dataclass(frozen=True)

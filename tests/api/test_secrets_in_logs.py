@@ -76,11 +76,11 @@ def test_a_value_that_reaches_the_server_anyway__its_tokens_stay_out_of_the_serv
 
         with transaction.atomic():
             db.fetch_one("runs_launch", {
-                "release_keys": [], "run_id": "run_log_probe", "org_id": None, "play_name": "m:f", "graph_hash": None,
-                "runtime_profile": None, "definition_scope": None, "launch": launch, "input": None,
-                "run_log_store": None, "max_attempts": 1, "wait_deadline": None, "idempotency_key": None,
-                "idempotency_digest": None, "priority": 0, "concurrency_key": None, "concurrency_limit": None,
-                "run_after": None,
+                "release_keys": [], "run_ids": ["run_log_probe"], "org_ids": [None], "play_names": ["m:f"],
+                "graph_hashes": [None], "runtime_profiles": [None], "definition_scopes": [None], "launches": [launch],
+                "inputs": [None], "run_log_stores": [None], "max_attempts": [1], "wait_deadlines": [None],
+                "idempotency_keys": [None], "idempotency_digests": [None], "priorities": [0],
+                "concurrency_keys": [None], "concurrency_limits": [None], "run_afters": [None],
             })
     with open(server_log, "rb") as handle:
         handle.seek(offset)
