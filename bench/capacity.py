@@ -193,6 +193,7 @@ class Load:
         self._paced_from, self._paced_count = time.monotonic(), 0
         self._launcher = ThreadPoolExecutor(LAUNCH_CLIENTS, thread_name_prefix="client")
         self._clients = threading.BoundedSemaphore(LAUNCH_CLIENTS)
+        self._launch_faults: set[str] = set()
         self.threads = [threading.Thread(target=_survive, args=(self._launch_due, self.stop))]
         # One poller reads the parked attempts (what runners would report on) and hands each to a runner thread
         # once: the bench's own reads stay a few dozen a second, not one per runner thread per look.
@@ -230,7 +231,9 @@ class Load:
             launches.launch(launches.LaunchRequest(play_name="capacity:play", org_id=ORG, launch=self.launch,
                                                    max_attempts=1))
         except Exception as error:  # noqa: BLE001 - under chaos the server restarts; the client's launch is lost
-            print(f"  load: a launch failed: {type(error).__name__}", file=sys.stderr, flush=True)
+            if type(error).__name__ not in self._launch_faults:  # each kind once, as _survive says them
+                self._launch_faults.add(type(error).__name__)
+                print(f"  load: a launch failed: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
             connections.close_all()
         finally:
             self._clients.release()
