@@ -7,6 +7,7 @@ import pytest
 from django.db import connection
 
 from scheduler import db
+from scheduler.runs import launches
 from tests import factories
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -38,6 +39,7 @@ def test_a_loop_whose_write_is_refused_as_read_only__reconnects_before_its_next_
 @pytest.mark.requirement("HA-1")
 def test_an_api_write_refused_as_read_only__503_retry_after__the_next_request_reconnects(client, settings):
     settings.SCHEDULER_INTERNAL_TOKEN = "t"
+    settings.SCHEDULER_LAUNCH_BATCH_SIZE = 1  # the launch on the request's own (read-only) connection
     before = _read_only_session()
     refused = client.post("/internal/runs", data={"playName": "scheduler.plays:hello"}, content_type="application/json",
                           HTTP_AUTHORIZATION="Bearer t")
@@ -46,3 +48,22 @@ def test_an_api_write_refused_as_read_only__503_retry_after__the_next_request_re
     taken = client.post("/internal/runs", data={"playName": "scheduler.plays:hello"}, content_type="application/json",
                         HTTP_AUTHORIZATION="Bearer t")
     assert taken.status_code == 201 and _backend_pid() != before
+
+
+@pytest.mark.requirement("HA-1")
+def test_a_grouped_api_launch_refused_as_read_only__503__and_the_group_launcher_reconnects(client, settings):
+    """The group launcher's own connection meets the read-only server (every new session is one here): the launch
+    is refused with a 503, and once the server takes writes again the launcher's next connection does."""
+    settings.SCHEDULER_INTERNAL_TOKEN = "t"
+    database = factories.one("SELECT current_database()")
+    factories.query(f'ALTER DATABASE "{database}" SET default_transaction_read_only = on')
+    try:
+        refused = client.post("/internal/runs", data={"playName": "scheduler.plays:hello"},
+                              content_type="application/json", HTTP_AUTHORIZATION="Bearer t")
+        assert refused.status_code == 503 and refused.json()["error"] == "database_unavailable", refused.content
+    finally:
+        factories.query(f'ALTER DATABASE "{database}" RESET default_transaction_read_only')
+    taken = client.post("/internal/runs", data={"playName": "scheduler.plays:hello"}, content_type="application/json",
+                        HTTP_AUTHORIZATION="Bearer t")
+    assert taken.status_code == 201, taken.content
+    assert launches.shared_launcher().statements >= 1
