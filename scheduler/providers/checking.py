@@ -17,6 +17,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from django.db import connections
+
 from scheduler import db
 from scheduler.conf import scheduler_settings
 from scheduler.providers.base import (DeleteOutcome, ProviderCause, ProviderError, ReadBack, SandboxProvider,
@@ -81,6 +83,11 @@ class ProviderCheck:
             self._step("delete the sandbox", self._delete)
             self._step("read it back gone", self._gone)
             return result
+        except KeyboardInterrupt:
+            # Ctrl-C may land inside a statement (the wait polls the database): that connection is left mid-command,
+            # so the clean-up's statement goes on a fresh one.
+            connections["default"].close()
+            raise
         finally:
             self.clean_up()
 
