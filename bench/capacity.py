@@ -277,13 +277,13 @@ class Load:
         return True
 
     def close(self) -> None:
-        from scheduler.runs import launches
+        from scheduler.runs.batcher import ProcessShared
 
         self.stop.set()
         for thread in self.threads:
             thread.join(60)
         self._launcher.shutdown(wait=True)
-        launches.close_shared()
+        ProcessShared.close_all()
 
 
 def window(since: float) -> dict:

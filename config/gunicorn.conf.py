@@ -20,11 +20,9 @@ wsgi_app = "config.wsgi:application"
 def worker_exit(server, worker):
     """A worker that stops settles, bumps and launches what its group settler, heartbeater and launcher still
     hold before it goes (requests already answered are never left undone)."""
-    from scheduler.runs import beats, launches, settler
+    from scheduler.runs.batcher import ProcessShared
 
-    settler.close_shared()
-    beats.close_shared()
-    launches.close_shared()
+    ProcessShared.close_all()
 
 
 def post_worker_init(worker):

@@ -87,7 +87,7 @@ class Loop:
                     self.stopping.wait(self._fault_pause())
                 elif tick.again or (tick.partial and self.cooldown > 0):
                     self._armed = False  # busy: the signal may have been consumed meanwhile
-                    if tick.partial and self.cooldown > 0:
+                    if tick.partial:
                         self.stopping.wait(max(0.0, started + self.cooldown - time.monotonic()))
                 else:
                     if any(tick.counts.values()):

@@ -16,11 +16,9 @@ def scratch_db():
 
 
 @pytest.fixture(autouse=True)
-def _stop_the_shared_settler():
-    """A test that settled through the web path leaves no settler thread (and connection) behind."""
+def _stop_the_shared_batchers():
+    """A test that settled, beat or launched through the web path leaves no group thread (or connection) behind."""
     yield
-    from scheduler.runs import beats, launches, settler
+    from scheduler.runs.batcher import ProcessShared
 
-    settler.close_shared()
-    beats.close_shared()
-    launches.close_shared()
+    ProcessShared.close_all()

@@ -127,16 +127,26 @@ class StatementBatcher:
 
 
 class ProcessShared:
-    """One batcher per process, started on first use by `make` (a forked child starts its own)."""
+    """One batcher per process, started on first use by `make` (a forked child starts its own); every one made is
+    closed together by close_all() (a web worker's exit)."""
 
-    def __init__(self, make: Callable[[], StatementBatcher]):
+    _every: list[ProcessShared] = []
+
+    def __init__(self, make: Callable[[], StatementBatcher], batch_size: Callable[[], int]):
         self._make = make
+        self._batch_size = batch_size
         self._lock = threading.Lock()
         self._shared: tuple[int, StatementBatcher] | None = None
+        ProcessShared._every.append(self)
 
     @property
     def started(self) -> bool:
         return self._shared is not None
+
+    def takes_this_thread(self) -> bool:
+        """Whether this thread's item goes through the group: batching is on, and no transaction is open (an item
+        inside one must commit or roll back with the rest of the caller's work, on the caller's connection)."""
+        return self._batch_size() > 1 and not connections["default"].in_atomic_block
 
     def get(self) -> StatementBatcher:
         with self._lock:
@@ -145,8 +155,14 @@ class ProcessShared:
             return self._shared[1]
 
     def close(self) -> None:
-        """Stop this process's batcher, if one was started, running what it holds (a web worker's exit)."""
+        """Stop this process's batcher, if one was started, running what it holds."""
         with self._lock:
             shared, self._shared = self._shared, None
         if shared is not None and shared[0] == os.getpid():
             shared[1].close()
+
+    @classmethod
+    def close_all(cls) -> None:
+        """Stop every group batcher this process started, each running what it holds first."""
+        for shared in cls._every:
+            shared.close()

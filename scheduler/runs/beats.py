@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db import connections
-
 from scheduler import db, observability
 from scheduler.conf import scheduler_settings
 from scheduler.errors import InvalidInput
@@ -51,7 +49,8 @@ def heartbeat(run_id: str, attempt: int, lease_token: str) -> Heartbeat:
 
 
 _process = ProcessShared(lambda: StatementBatcher(heartbeat_all, max_batch=scheduler_settings.heartbeat_batch_size,
-                                                  name="batch-heartbeater"))
+                                                  name="batch-heartbeater"),
+                         lambda: scheduler_settings.heartbeat_batch_size)
 
 
 def shared_heartbeater() -> StatementBatcher:
@@ -59,13 +58,8 @@ def shared_heartbeater() -> StatementBatcher:
     return _process.get()
 
 
-def close_shared() -> None:
-    """Stop this process's heartbeater, if one was started, bumping what it holds (a web worker's exit)."""
-    _process.close()
-
-
 def beat(run_id: str, attempt: int, lease_token: str) -> Heartbeat:
-    """A runner's heartbeat: through the group heartbeater when batching is on and no transaction is open."""
-    if scheduler_settings.heartbeat_batch_size <= 1 or connections["default"].in_atomic_block:
+    """A runner's heartbeat: through the group heartbeater when it takes this thread's, else on its connection."""
+    if not _process.takes_this_thread():
         return heartbeat(run_id, attempt, lease_token)
     return shared_heartbeater().submit(Beat(run_id, attempt, lease_token))

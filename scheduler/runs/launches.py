@@ -19,7 +19,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connections, transaction
+from django.db import transaction
 
 from scheduler import db, observability
 from scheduler.conf import scheduler_settings
@@ -167,7 +167,8 @@ def _answer(item: PendingLaunch, row: dict) -> Launched | Exception:
 
 
 _process = ProcessShared(lambda: StatementBatcher(launch_all, max_batch=scheduler_settings.launch_batch_size,
-                                                  name="batch-launcher"))
+                                                  name="batch-launcher"),
+                         lambda: scheduler_settings.launch_batch_size)
 
 
 def shared_launcher() -> StatementBatcher:
@@ -175,17 +176,11 @@ def shared_launcher() -> StatementBatcher:
     return _process.get()
 
 
-def close_shared() -> None:
-    """Stop this process's launcher, if one was started, launching what it holds (a web worker's exit)."""
-    _process.close()
-
-
 def launch(request: LaunchRequest) -> Launched:
-    """An API launch: through the group launcher when batching is on, no transaction is open and it names no
-    release (whose admission lock is taken per release); else on this thread's connection."""
+    """An API launch: through the group launcher when it takes this thread's and the launch names no release
+    (whose admission lock is taken per release); else on this thread's connection."""
     item = PendingLaunch(request)
-    if (scheduler_settings.launch_batch_size <= 1 or connections["default"].in_atomic_block
-            or item.release_keys):
+    if not _process.takes_this_thread() or item.release_keys:
         return launch_run(request)
     answer = shared_launcher().submit(item)
     if isinstance(answer, Exception):

@@ -7,8 +7,6 @@ answer.
 
 from __future__ import annotations
 
-from django.db import connections
-
 from scheduler.conf import scheduler_settings
 from scheduler.runs import settlement
 from scheduler.runs.batcher import ProcessShared, StatementBatcher
@@ -25,7 +23,8 @@ class BatchSettler(StatementBatcher):
         return self.submit(item)
 
 
-_process = ProcessShared(lambda: BatchSettler(scheduler_settings.settle_batch_size))
+_process = ProcessShared(lambda: BatchSettler(scheduler_settings.settle_batch_size),
+                         lambda: scheduler_settings.settle_batch_size)
 
 
 def shared_settler() -> BatchSettler:
@@ -33,17 +32,8 @@ def shared_settler() -> BatchSettler:
     return _process.get()
 
 
-def close_shared() -> None:
-    """Stop this process's settler, if one was started, settling what it holds (a gunicorn worker's exit)."""
-    _process.close()
-
-
 def settle(item: settlement.Settlement) -> settlement.Settled:
-    """Settle through the shared settler when batching is on and the caller is not inside a transaction.
-
-    A caller inside a transaction settles on its own connection: its
-    settlement must commit or roll back with the rest of its work.
-    """
-    if scheduler_settings.settle_batch_size <= 1 or connections["default"].in_atomic_block:
+    """Settle through the shared settler when it takes this thread's item, else on this thread's connection."""
+    if not _process.takes_this_thread():
         return settlement.settle_attempts([item])[0]
     return shared_settler().settle(item)
