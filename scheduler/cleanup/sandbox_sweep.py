@@ -88,7 +88,7 @@ def handle(job: obligations.Job, lease_owner: str, result: CleanupTick, readback
                 confirmed.append(_confirmation(job, "already_absent", provider.seen_domain(ref)))
                 return
             result.counts["accepted"] += 1
-            if not getattr(provider, "delete_done_when_accepted", True):  # a provider that does not say: at once
+            if not provider.delete_done_when_accepted:
                 obligations.accepted_look_later(job, lease_owner, readback_delay_ms)
                 result.counts["retried"] += 1
                 return

@@ -7,6 +7,7 @@ import pytest
 
 from scheduler.cleanup import billing_sweep, obligations, sandbox_sweep
 from scheduler.providers import ProviderError, ReadBack
+from scheduler.providers.base import SandboxProvider
 from tests import factories
 from tests.cleanup.factories import event, legacy, v2
 from tests.factories import loads, one, query
@@ -104,7 +105,7 @@ def test_completion__null_routing_domain_filled_from_the_observed_one():
     assert one("SELECT routing_domain FROM sandbox_cleanup_jobs_v2") == "org-seen"
 
 
-class FlakyProvider:
+class FlakyProvider(SandboxProvider):
     def __init__(self, error):
         self.error = error
 

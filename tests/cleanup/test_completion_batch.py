@@ -6,6 +6,7 @@ import datetime as dt
 import pytest
 
 from scheduler.cleanup import obligations, sandbox_sweep
+from scheduler.providers.base import SandboxProvider
 from tests.cleanup.factories import event, v2
 from tests.cleanup.test_completion_and_billing import T1, settled_run
 from tests.concurrency import threads
@@ -70,7 +71,7 @@ def test_two_batches_of_the_same_jobs_in_opposite_orders__complete_each_once_wit
     assert one("SELECT count(*) FROM sandbox_cleanup_events_v2 WHERE event_type = 'provider_delete_confirmed'") == 4
 
 
-class _Gone:
+class _Gone(SandboxProvider):
     """A provider whose sandboxes are all gone already."""
 
     def delete(self, ref):

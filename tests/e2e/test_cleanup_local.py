@@ -3,6 +3,7 @@
 import pytest
 
 from scheduler.runs import dispatch, lifecycle
+from scheduler.providers.base import SandboxProvider
 from scheduler.providers.registry import get_provider
 from scheduler.cleanup import billing_sweep
 from scheduler.cleanup import sandbox_sweep
@@ -13,7 +14,7 @@ from tests.support import wait_for
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-class DiesAfterTheDelete:
+class DiesAfterTheDelete(SandboxProvider):
     """The local provider, but the worker 'dies' right after the provider took the delete."""
 
     def __init__(self):

@@ -8,6 +8,7 @@ import pytest
 from scheduler import db
 from scheduler.runs import beats, lifecycle, settlement
 from scheduler.providers import DeleteOutcome, Inspection, ProviderError, SandboxRef
+from scheduler.providers.base import SandboxProvider
 from scheduler.runs import liveness
 from tests import factories
 from tests.factories import one, query
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.django_db
 LATER = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
 
 
-class RecordingProvider:
+class RecordingProvider(SandboxProvider):
     """Answers inspections from a dict and records every call; stands in for a provider's API."""
 
     def __init__(self, answers=None):
