@@ -131,7 +131,11 @@ WITH item AS MATERIALIZED (
       AND job.provider = outcome.provider AND job.sandbox_id = outcome.sandbox_id
       AND job.run_id = outcome.run_id AND job.attempt = outcome.attempt
       AND job.routing_domain IS NOT DISTINCT FROM outcome.routing_domain
-    RETURNING outcome.position, job.provider, job.sandbox_id, job.run_id, job.routing_domain
+    -- With what the later writes need of the item: its attempt, original domain (the job's; the provider may have
+    -- filled the tombstone's), acceptance time, confirmation event id and legacy environment.
+    RETURNING job.provider, job.sandbox_id, job.run_id, job.routing_domain, outcome.attempt,
+              outcome.routing_domain AS item_routing_domain, outcome.ended_at, outcome.event_id,
+              outcome.provider_outcome, outcome.environment
 ), billing_end AS (
     -- Billing ends when the provider accepted the delete, not when the read-back confirmed it; every sandbox of a
     -- run completed in this batch ends in the one update of its run.
@@ -144,8 +148,8 @@ WITH item AS MATERIALIZED (
                        ELSE resource END ORDER BY position), '[]'::jsonb)
             FROM jsonb_array_elements(run.runtime_resources_json) WITH ORDINALITY AS element(resource, position)
             LEFT JOIN LATERAL (
-                SELECT min(outcome.ended_at) AS ended_at
-                FROM tombstone JOIN outcome ON outcome.position = tombstone.position
+                SELECT min(tombstone.ended_at) AS ended_at
+                FROM tombstone
                 WHERE tombstone.run_id = run.run_id AND element.resource ->> 'sandboxId' = tombstone.sandbox_id
                   AND coalesce(element.resource ->> 'provider', tombstone.provider) = tombstone.provider
             ) AS ended ON true
@@ -154,10 +158,10 @@ WITH item AS MATERIALIZED (
     WHERE run.run_id IN (SELECT tombstone.run_id FROM tombstone)
 ), confirmation AS (
     INSERT INTO __schema__.sandbox_cleanup_events_v2 (event_id, provider, sandbox_id, run_id, attempt, routing_domain, event_type, details_json)
-    SELECT outcome.event_id, tombstone.provider, tombstone.sandbox_id, outcome.run_id, outcome.attempt,
-           outcome.routing_domain, 'provider_delete_confirmed',
-           jsonb_build_object('providerOutcome', outcome.provider_outcome, 'routingDomain', tombstone.routing_domain)
-    FROM tombstone JOIN outcome ON outcome.position = tombstone.position
+    SELECT tombstone.event_id, tombstone.provider, tombstone.sandbox_id, tombstone.run_id, tombstone.attempt,
+           tombstone.item_routing_domain, 'provider_delete_confirmed',
+           jsonb_build_object('providerOutcome', tombstone.provider_outcome, 'routingDomain', tombstone.routing_domain)
+    FROM tombstone
     ON CONFLICT (event_id) DO NOTHING
 ), billing_nudge AS (
     -- A late resource that just got its end time need not wait for its ceiling.
@@ -168,13 +172,13 @@ WITH item AS MATERIALIZED (
     UPDATE __schema__.sandbox_cleanup_jobs AS legacy
     SET status = 'deleted', deleted_at = coalesce(legacy.deleted_at, clock_timestamp()),
         lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, updated_at = clock_timestamp()
-    FROM tombstone JOIN outcome ON outcome.position = tombstone.position
+    FROM tombstone
     WHERE tombstone.provider = 'daytona'
-      AND legacy.sandbox_id = tombstone.sandbox_id AND legacy.run_id = outcome.run_id
-      AND legacy.attempt = outcome.attempt AND legacy.environment = outcome.environment
+      AND legacy.sandbox_id = tombstone.sandbox_id AND legacy.run_id = tombstone.run_id
+      AND legacy.attempt = tombstone.attempt AND legacy.environment = tombstone.environment
       -- The confirmation's original routing domain (the job's, null for a null-domain job), not the one the
       -- provider's answer filled into the tombstone: a null-domain legacy row is settled too.
-      AND legacy.routing_domain IS NOT DISTINCT FROM outcome.routing_domain
+      AND legacy.routing_domain IS NOT DISTINCT FROM tombstone.item_routing_domain
       AND legacy.status <> 'deleted'
 )
 SELECT outcome.outcome, outcome.ended_at FROM outcome ORDER BY outcome.position;
