@@ -66,7 +66,7 @@ WITH item AS MATERIALIZED (
     SELECT clock_timestamp() AS now
 ), current_attempt AS MATERIALIZED (
     -- Each item on its own: its exact attempt and lease, still active, its run open, no newer attempt.
-    SELECT target.run_id, target.attempt
+    SELECT target.run_id, target.attempt, run.suspension_json
     FROM __schema__.attempts AS target
     JOIN item ON item.run_id = target.run_id AND item.attempt = target.attempt AND item.lease_token = target.lease_token
     JOIN __schema__.runs AS run ON run.run_id = target.run_id
@@ -80,13 +80,12 @@ WITH item AS MATERIALIZED (
     SET heartbeat_at = greatest(clock.now, target.heartbeat_at + interval '1 microsecond'),
         liveness_deadline = {{beat_liveness_deadline(
             target.liveness_deadline,
-            {{liveness_deadline(run.suspension_json, greatest(clock.now, target.heartbeat_at + interval '1 microsecond'))}},
+            {{liveness_deadline(current_attempt.suspension_json, greatest(clock.now, target.heartbeat_at + interval '1 microsecond'))}},
             greatest(clock.now, target.heartbeat_at + interval '1 microsecond'))}},
         updated_at = now()
-    FROM current_attempt, __schema__.runs AS run, clock
+    FROM current_attempt, clock
     WHERE target.run_id = current_attempt.run_id
       AND target.attempt = current_attempt.attempt
-      AND run.run_id = target.run_id
       -- Rechecked after the row lock: a settlement that committed meanwhile ended the attempt.
       AND target.status IN ('claimed', 'running', 'waiting')
     RETURNING target.run_id, target.heartbeat_at
