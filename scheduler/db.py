@@ -196,6 +196,11 @@ def direct_alias() -> str:
     return DIRECT_ALIAS if DIRECT_ALIAS in settings.DATABASES else "default"
 
 
+def json_param(value: Any) -> str | None:
+    """A value for a `::jsonb` parameter: its JSON text, or NULL for None."""
+    return None if value is None else json.dumps(value)
+
+
 def fetch_all(name: str, params: dict[str, Any] | None = None, **kwargs) -> list[dict[str, Any]]:
     return run(name, params, **kwargs)[0]
 

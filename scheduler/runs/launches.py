@@ -28,10 +28,6 @@ from scheduler.runs import admission
 from scheduler.runs.batcher import ProcessShared, StatementBatcher
 
 
-def _json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value)
-
-
 @dataclass(frozen=True)
 class Concurrency:
     """FSH-2: at most `limit` active runs of one org hold `key`."""
@@ -137,7 +133,7 @@ def _columns(pending: list[PendingLaunch]) -> dict[str, list]:
         "play_names": [r.play_name for r in requests], "graph_hashes": [r.graph_hash for r in requests],
         "runtime_profiles": [r.runtime_profile for r in requests],
         "definition_scopes": [r.definition_scope for r in requests],
-        "launches": [json.dumps(r.launch or {}) for r in requests], "inputs": [_json(r.input) for r in requests],
+        "launches": [json.dumps(r.launch or {}) for r in requests], "inputs": [db.json_param(r.input) for r in requests],
         "run_log_stores": [r.run_log_store for r in requests], "max_attempts": [r.max_attempts for r in requests],
         "wait_deadlines": [r.wait_deadline for r in requests],
         "idempotency_keys": [r.idempotency_key for r in requests],

@@ -23,10 +23,6 @@ from scheduler.runs.launches import (  # noqa: F401 - the lifecycle's launch
     Concurrency, LaunchRequest, Launched, launch_run)
 
 
-def _json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value)
-
-
 @dataclass(frozen=True)
 class Park:
     """One claimed attempt to park (RUN-3): the sandbox its runner was started in, and the runner's timeout."""
@@ -64,7 +60,7 @@ def park_all(parks: list[Park]) -> list[bool]:
     rows = db.fetch_all("runs_park", {
         "run_ids": [item.run_id for item in parks], "attempts": [item.attempt for item in parks],
         "lease_tokens": [item.lease_token for item in parks], "suspensions": [item.suspension() for item in parks],
-        "resources": [_json(item.resource) for item in parks], "wait_deadlines": [item.wait_deadline for item in parks],
+        "resources": [db.json_param(item.resource) for item in parks], "wait_deadlines": [item.wait_deadline for item in parks],
     })
     return [bool(row["parked"]) for row in rows]
 
