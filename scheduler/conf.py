@@ -237,6 +237,8 @@ class SchedulerSettings:
     retention_days = Setting(30, _integer(0))
     billing_retention_days = Setting(400, _integer(0))
     cleanup_lease_seconds = Setting(120, _integer(1))
+    # Issue 47: provider calls (deletes, read-backs) one cleanup worker makes at once within a tick.
+    cleanup_concurrency = Setting(8, _integer(1, 64))
     billing_lease_seconds = Setting(300, _integer(1))
     settle_batch_size = Setting(32, _integer(1, 500))
     heartbeat_batch_size = Setting(32, _integer(1, 500))

@@ -10,6 +10,10 @@
 3. Read back; deleted (or already absent) -> complete at the first
    acceptance time, the tick's confirmations in one statement; still
    present -> look again later.
+
+The provider calls of a tick run concurrently (provider_calls.py); what
+each answer means is written on the tick's thread as it arrives, so an
+acceptance is recorded as soon after the provider's answer as before.
 """
 
 from __future__ import annotations
@@ -19,13 +23,13 @@ from dataclasses import dataclass, field
 
 from django.db import DatabaseError
 
-from scheduler import observability
 from scheduler.faults import describe
-from scheduler.cleanup import obligations
+from scheduler.cleanup import obligations, provider_calls
+from scheduler.cleanup.provider_calls import Call
 from scheduler.conf import scheduler_settings
 from scheduler.kinds import CleanupStatus
 from scheduler.tick import Tick
-from scheduler.providers import DeleteOutcome, ProviderError, ReadBack, SandboxRef, get_provider
+from scheduler.providers import DeleteOutcome, ProviderError, ReadBack, get_provider
 
 logger = logging.getLogger("scheduler.sweep.cleanup")
 
@@ -40,15 +44,23 @@ class CleanupTick:
 
 
 def run_once(providers: list[str], lease_owner: str, limit: int = 20, now=None, readback_delay_ms: float = 2_000.0,
-             provider_for=get_provider) -> CleanupTick:
+             provider_for=get_provider, concurrency: int | None = None) -> CleanupTick:
+    """One tick: the provider calls of the claimed jobs run `concurrency` at a time (issue 47: a tick's time is
+    the providers' latency), while every write is made here, on the tick's thread, as each answer arrives."""
     result = CleanupTick()
     jobs, adopted = obligations.claim(providers, lease_owner, limit, scheduler_settings.cleanup_lease_seconds, now=now)
     if adopted:
         result.counts["adopted"] = adopted["copied"] + adopted["settled_legacy"] + adopted["settled_duplicates"]
     result.counts["claimed"] = len(jobs)
     confirmed: list[obligations.Completion] = []
+    calls = provider_calls.Calls(provider_for, scheduler_settings.cleanup_concurrency if concurrency is None
+                                 else concurrency)
     for job in jobs:
-        handle(job, lease_owner, result, readback_delay_ms, provider_for, confirmed)
+        calls.ask(job, Call.READ_BACK if job.delete_accepted else Call.DELETE)
+    for answer in calls.answers():
+        follow_up = record(answer, lease_owner, result, readback_delay_ms, confirmed)
+        if follow_up is not None:
+            calls.ask(answer.job, follow_up, next=True)
     complete(confirmed, lease_owner, result)
     return result
 
@@ -76,37 +88,39 @@ def _complete_alone(item: obligations.Completion, lease_owner: str) -> str:
         return "failed"
 
 
-def handle(job: obligations.Job, lease_owner: str, result: CleanupTick, readback_delay_ms: float, provider_for,
-           confirmed: list[obligations.Completion]) -> None:
-    ref = SandboxRef(job.provider, job.sandbox_id, job.routing_domain)
-    try:
-        provider = provider_for(job.provider)
-        if not job.delete_accepted:
-            with observability.CLEANUP_DELETE_SECONDS.labels(job.provider).time():
-                outcome = provider.delete(ref)
-            if outcome is DeleteOutcome.ALREADY_ABSENT:
-                confirmed.append(_confirmation(job, "already_absent", provider.seen_domain(ref)))
-                return
-            result.counts["accepted"] += 1
-            if not provider.delete_done_when_accepted:
-                obligations.accepted_look_later(job, lease_owner, readback_delay_ms)
-                result.counts["retried"] += 1
-                return
-            obligations.record_event(job, "provider_delete_accepted", {"routingDomain": job.routing_domain})
-        seen = provider.read_back(ref)
-    except ProviderError as error:
-        obligations.record_event(job, "provider_delete_failed", {"routingDomain": job.routing_domain, "error": str(error)[:500],
-                                                             "permanent": error.permanent})
-        status = obligations.fail(job, lease_owner, str(error), permanent=error.permanent,
-                                  retry_after_s=error.retry_after)
-        result.counts["blocked" if status == CleanupStatus.BLOCKED else "retried"] += 1
-        logger.warning("cleanup %s %s: %s (%s)", job.provider, job.sandbox_id, error, status)
-        return
-    if seen is ReadBack.DELETED:
-        confirmed.append(_confirmation(job, "deleted", provider.seen_domain(ref)))
+def record(answer: provider_calls.Answer, lease_owner: str, result: CleanupTick, readback_delay_ms: float,
+           confirmed: list[obligations.Completion]) -> Call | None:
+    """What one provider answer means for its job, written at once; returns the call to make next, if any."""
+    job = answer.job
+    if answer.error is not None:
+        _failed(job, answer.error, lease_owner, result)
+        return None
+    if answer.outcome is DeleteOutcome.ALREADY_ABSENT:
+        confirmed.append(_confirmation(job, "already_absent", answer.seen_domain))
+        return None
+    if answer.outcome is DeleteOutcome.ACCEPTED:
+        result.counts["accepted"] += 1
+        if not answer.done_when_accepted:
+            obligations.accepted_look_later(job, lease_owner, readback_delay_ms)
+            result.counts["retried"] += 1
+            return None
+        obligations.record_event(job, "provider_delete_accepted", {"routingDomain": job.routing_domain})
+        return Call.READ_BACK
+    if answer.outcome is ReadBack.DELETED:
+        confirmed.append(_confirmation(job, "deleted", answer.seen_domain))
     else:
         obligations.retry_later(job, lease_owner, readback_delay_ms)
         result.counts["retried"] += 1
+    return None
+
+
+def _failed(job: obligations.Job, error: ProviderError, lease_owner: str, result: CleanupTick) -> None:
+    """CLN-7: the failure recorded as an event, then a backoff or a block."""
+    obligations.record_event(job, "provider_delete_failed", {"routingDomain": job.routing_domain,
+                                                         "error": str(error)[:500], "permanent": error.permanent})
+    status = obligations.fail(job, lease_owner, str(error), permanent=error.permanent, retry_after_s=error.retry_after)
+    result.counts["blocked" if status == CleanupStatus.BLOCKED else "retried"] += 1
+    logger.warning("cleanup %s %s: %s (%s)", job.provider, job.sandbox_id, error, status)
 
 
 def _confirmation(job: obligations.Job, provider_outcome: str, seen_domain: str | None) -> obligations.Completion:
