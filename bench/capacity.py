@@ -15,15 +15,15 @@ import queue
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import capacity_fakes
 import harness
 
-ORG = "org-capacity"
+ORG = capacity_fakes.ORG
 KINDS = {"dispatch": ["dispatch_runs", "--interval", "0.5"], "drain": ["drain_outbox", "--interval", "0.5"],
          "cleanup": ["run_sandbox_cleanup", "--providers", "daytona", "--interval", "0.5"],
          "billing": ["finalize_billing", "--interval", "0.5"], "liveness": ["run_liveness_sweep", "--interval", "1"]}
@@ -62,14 +62,15 @@ def server_cpu(pgdata: Path) -> float:
 class Stack:
     """The worker processes, one of each kind, restarted when killed; their CPU kept across restarts."""
 
-    def __init__(self, env: dict):
+    def __init__(self, env: dict, project_dir: Path = harness.PROJECT_DIR):
         self.env = env
+        self.project_dir = project_dir  # another release's tree runs the workers of that release
         self.spent = dict.fromkeys(KINDS, 0.0)
         self.processes = {kind: self._start(kind) for kind in KINDS}
 
     def _start(self, kind: str) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, str(harness.PROJECT_DIR / "manage.py"), *KINDS[kind]],
-                                cwd=harness.PROJECT_DIR, env=self.env, stdout=subprocess.DEVNULL,
+        return subprocess.Popen([sys.executable, str(self.project_dir / "manage.py"), *KINDS[kind]],
+                                cwd=self.project_dir, env=self.env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
 
     def kill(self, kind: str) -> None:
@@ -87,78 +88,6 @@ class Stack:
             process.terminate()
         for process in self.processes.values():
             process.wait(60)
-
-
-def _serve_fake(kind: str, pipe) -> None:
-    """A fake in a process of its own: sends its URL, serves until asked, then sends what it saw."""
-    sys.path.insert(0, str(harness.PROJECT_DIR))
-    if kind == "daytona":
-        from tests.providers.fake_daytona import FakeDaytona
-
-        fake = FakeDaytona({"key-capacity": ORG}, keep_alive=True, gone_after_seconds=1.0).__enter__()
-    else:
-        from tests.outbox.fake_receiver import FakeReceiver
-
-        # A deployed runtime's receiver: https, granting prefix batching (a run's facts in one request).
-        fake = FakeReceiver(tls=_server_tls())
-        fake.grant_batching = True
-        fake.requests = _Discard()  # keep what the checks need (sightings), not every request's body
-    pipe.send(fake.url)
-    pipe.recv()
-    if kind == "daytona":
-        # A delete Daytona accepted keeps the state and sets desiredState "destroyed" (PRV-4).
-        pipe.send({sandbox_id: ("destroyed" if sandbox["desiredState"] == "destroyed" else sandbox["state"],
-                                (sandbox.get("labels") or {}).get("runId"))
-                   for sandbox_id, sandbox in fake.sandboxes.items()})
-    else:
-        pipe.send(fake.sightings)
-
-
-CERT_DIR = Path(tempfile.gettempdir()) / "scheduler-bench-tls"
-
-
-def receiver_certificate() -> Path:
-    """A self-signed certificate for localhost (made once with openssl): the workers trust it as SSL_CERT_FILE."""
-    cert, key = CERT_DIR / "cert.pem", CERT_DIR / "key.pem"
-    if not cert.exists():
-        CERT_DIR.mkdir(mode=0o700, exist_ok=True)
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "30", "-subj", "/CN=localhost",
-                        "-addext", "subjectAltName=DNS:localhost", "-keyout", str(key), "-out", str(cert)],
-                       check=True, capture_output=True)
-    return cert
-
-
-def _server_tls():
-    import ssl
-
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(receiver_certificate(), CERT_DIR / "key.pem")
-    return context
-
-
-class _Discard(list):
-    def append(self, item) -> None:
-        pass
-
-
-class Fake:
-    """A fake Daytona or run-ledger receiver in a forked process; `seen()` ends it and returns what it saw."""
-
-    def __init__(self, kind: str):
-        import multiprocessing
-
-        context = multiprocessing.get_context("fork")
-        self._pipe, child_end = context.Pipe()
-        self.process = context.Process(target=_serve_fake, args=(kind, child_end), daemon=True)
-        self.process.start()
-        self.url = self._pipe.recv()
-
-    def seen(self):
-        self._pipe.send("report")
-        answer = self._pipe.recv()
-        self.process.kill()
-        self.process.join(10)
-        return answer
 
 
 def _survive(work, stop: threading.Event) -> None:
@@ -194,6 +123,10 @@ class Load:
         self._launcher = ThreadPoolExecutor(LAUNCH_CLIENTS, thread_name_prefix="client")
         self._clients = threading.BoundedSemaphore(LAUNCH_CLIENTS)
         self._launch_faults: set[str] = set()
+        # Each API call's (kind, epoch s at its end, seconds it took), for the stage latencies (stage_latency.py);
+        # `grouped` False makes each runner's heartbeats separate statements, as before issue 47.
+        self.calls: list[tuple[str, float, float]] = []
+        self.grouped = True
         self.threads = [threading.Thread(target=_survive, args=(self._launch_due, self.stop))]
         # One poller reads the parked attempts (what runners would report on) and hands each to a runner thread
         # once: the bench's own reads stay a few dozen a second, not one per runner thread per look.
@@ -228,8 +161,10 @@ class Load:
         from scheduler.runs import launches
 
         try:
+            began = time.monotonic()
             launches.launch(launches.LaunchRequest(play_name="capacity:play", org_id=ORG, launch=self.launch,
                                                    max_attempts=1))
+            self._timed("launch", began)
         except Exception as error:  # noqa: BLE001 - under chaos the server restarts; the client's launch is lost
             if type(error).__name__ not in self._launch_faults:  # each kind once, as _survive says them
                 self._launch_faults.add(type(error).__name__)
@@ -267,14 +202,24 @@ class Load:
             return False
         try:
             # The beats that arrive together share a statement, as a web process's group heartbeater groups them.
+            group = [beats.Beat(run_id, attempt, lease) for run_id, attempt, lease in parked]
             for _ in range(3):
-                beats.heartbeat_all([beats.Beat(run_id, attempt, lease) for run_id, attempt, lease in parked])
+                for beating in ([group] if self.grouped else [[beat] for beat in group]):
+                    began = time.monotonic()
+                    beats.heartbeat_all(beating)
+                    self._timed("heartbeat", began, len(beating))
+            began = time.monotonic()
             settlement.settle_attempts([settlement.Settlement(run_id, attempt, lease, RESULT, from_runner=True)
                                         for run_id, attempt, lease in parked])
+            self._timed("terminal", began, len(parked))
         finally:
             with self._handed_lock:  # settled (or failed under chaos: the poller hands it out again)
                 self._handed.difference_update((run_id, attempt) for run_id, attempt, _ in parked)
         return True
+
+    def _timed(self, kind: str, began: float, items: int = 1) -> None:
+        took = time.monotonic() - began
+        self.calls.extend([(kind, time.time(), took)] * items)
 
     def close(self) -> None:
         from scheduler.runs.batcher import ProcessShared
@@ -339,5 +284,5 @@ LEASE_SECONDS = "30"
 def worker_env(fake_url: str) -> dict:
     """What the workers need beside DATABASE_URL: the fake Daytona, its key, quiet logs and short leases."""
     return {"SCHEDULER_DAYTONA_API_URL": fake_url, "SCHEDULER_DAYTONA_API_KEYS": json.dumps({ORG: "key-capacity"}),
-            "LOG_LEVEL": "WARNING", "SSL_CERT_FILE": str(receiver_certificate()), "SCHEDULER_CLAIM_LEASE_SECONDS": LEASE_SECONDS,
+            "LOG_LEVEL": "WARNING", "SSL_CERT_FILE": str(capacity_fakes.receiver_certificate()), "SCHEDULER_CLAIM_LEASE_SECONDS": LEASE_SECONDS,
             "SCHEDULER_CLEANUP_LEASE_SECONDS": LEASE_SECONDS, "SCHEDULER_BILLING_LEASE_SECONDS": LEASE_SECONDS}

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import capacity
 import capacity_checks
+import capacity_fakes
 import harness
+import stage_latency
 
 FIRST_RATE, GROWTH, MOST_STEPS = 20.0, 1.25, 16
 # Issue 47's targets: 2.5x the whole runs this machine sustained before it (95/s), at no more than 3.0 ms of
@@ -104,7 +106,7 @@ def main(args) -> None:
 
     step_s, minutes = (10.0, 1.0) if args.quick else (20.0, 3.0)
     server = cost.private_server()
-    daytona, receiver = capacity.Fake("daytona"), capacity.Fake("receiver")
+    daytona, receiver = capacity_fakes.Fake("daytona"), capacity_fakes.Fake("receiver")
     try:
         bench_url = harness.recreate_database(server.url)
         harness.setup_django(bench_url)
@@ -112,13 +114,19 @@ def main(args) -> None:
 
         with connection.cursor() as cursor:
             cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-        stack = capacity.Stack(dict(os.environ, DATABASE_URL=bench_url, **capacity.worker_env(daytona.url)))
+        env = stage_latency.environment(bench_url, daytona.url)
+        stack = capacity.Stack(env)
         load = capacity.Load(receiver.url)
         try:
             time.sleep(3)  # the workers start and LISTEN
             fakes = {"fake Daytona": daytona.process.pid, "fake receiver": receiver.process.pid}
             best, steps = find_max(load, stack, server.pgdata, step_s, fakes)
-            held = 0.8 * (best["offered"] if best else FIRST_RATE)
+            highest = best["offered"] if best else FIRST_RATE
+            stack.stop()
+            latency = stage_latency.compare(load, env, highest, step_s, 2 if args.quick else 3)
+            stack = capacity.Stack(env)
+            time.sleep(3)
+            held = 0.8 * highest
             rates, events = hold_with_chaos(load, stack, server, held, minutes)
             # Launches stopped; the runners go on reporting for what is still parked until everything settled.
             finished = capacity_checks.settled()  # what is still outstanding
@@ -128,10 +136,10 @@ def main(args) -> None:
         kept = capacity_checks.promises(receiver.seen(), daytona.seen())
     finally:
         server.stop()
-    report(args, best, steps, held, minutes, rates, events, finished, kept)
+    report(args, best, steps, latency, held, minutes, rates, events, finished, kept)
 
 
-def report(args, best, steps, held, minutes, rates, events, finished, kept) -> None:
+def report(args, best, steps, latency, held, minutes, rates, events, finished, kept) -> None:
     per_minute = int(60 / KILL_EVERY_S)
     first, last = rates[:per_minute], rates[-per_minute:]
     first_rate, last_rate = sum(first) / max(len(first), 1), sum(last) / max(len(last), 1)
@@ -150,6 +158,7 @@ def report(args, best, steps, held, minutes, rates, events, finished, kept) -> N
         machine = sum(best["cpu_ms"].values())
         rows.append(("  CPU per run: the whole machine (ms)", f"{machine:.2f}",
                      f"{os.cpu_count()} cores: {os.cpu_count() * 1000 / machine:.0f} runs/s at most", "", ""))
+    rows += stage_latency.rows(*latency)
     rows.append((f"held at {held:.1f}/s for {minutes:g} min under chaos: last minute's rate (runs/s)",
                  f"{last_rate:.1f}", f"first minute {first_rate:.1f}",
                  f"{last_rate / first_rate if first_rate else 0:.2f}", ">= 0.90"))
