@@ -40,11 +40,14 @@ DeliverHere = Callable[[list[Prefix]], list[Prefix]]
 
 def list_ready_runs(lane: Lane, head_priority: HeadPriority, limit: int, exclude_run_ids: list[str] = ()) -> list[dict]:
     """Runs whose lane head is ready, in the order asked for (OBX-4): with admission_first, each of the terminal
-    and wait classes is enumerated while small, its heads walked in age order when large (both exact)."""
+    and wait classes is enumerated while small, its heads walked in age order when large (both exact); nothing,
+    without listing, when the lane's survey finds no fact that could head a ready run."""
     admission_first = HeadPriority(head_priority) is HeadPriority.ADMISSION_FIRST
-    pending = db.fetch_one("outbox_count_pending_milestones", {"lane": Lane(lane), "bound": ENUMERATION_BOUND}) \
-        if admission_first else {"terminals": 0, "waits": 0}
-    ways = {**_class_ways("terminals", pending["terminals"]), **_class_ways("waits", pending["waits"])}
+    survey = db.fetch_one("outbox_survey_lane", {"lane": Lane(lane), "bound": ENUMERATION_BOUND,
+                                                 "admission_first": admission_first})
+    if not survey["any_ready"]:
+        return []  # no fact could head a ready run: the listing, the larger statement, would find none
+    ways = {**_class_ways("terminals", survey["terminals"]), **_class_ways("waits", survey["waits"])}
     # A smaller statement for the usual case: planned on every call, its size is its cost.
     statement = "outbox_list_ready_runs_walking" if ways["walk_terminals"] or ways["walk_waits"] \
         else "outbox_list_ready_runs"

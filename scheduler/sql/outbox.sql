@@ -1,19 +1,25 @@
--- name: outbox_count_pending_milestones
--- OBX-4: how many runs hold a pending terminal, and a pending wait (ledger lane), each counted only up to `bound` + 1 (an index range, no more): the listing enumerates a class this small, and walks heads for a larger one.
+-- name: outbox_survey_lane
+-- Before a listing (OBX-4): how many runs hold a pending terminal, and a pending wait (ledger lane), each counted only up to `bound` + 1 (an index range, no more), for admission_first only: the listing enumerates a class this small, and walks heads for a larger one; and whether any fact of the lane could head a ready run at all (undelivered, not failed, due, under no live lease). When none could, the listing would find nothing and is not run: most looks of a lightly loaded drainer (issue 47).
 -- plan: custom
 SELECT (SELECT count(*) FROM (
             SELECT 1 FROM __schema__.outbox AS fact
-            WHERE fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
+            WHERE %(admission_first)s::boolean
+              AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
               AND fact.event_type IN ('run.completed', 'run.failed', 'run.cancelled')
             LIMIT %(bound)s::integer + 1) AS bounded) AS terminals,
        (SELECT count(*) FROM (
             SELECT 1 FROM __schema__.outbox AS fact
-            WHERE %(lane)s::text = 'ledger'
+            WHERE %(admission_first)s::boolean AND %(lane)s::text = 'ledger'
               AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL AND fact.event_type = 'run.waiting'
-            LIMIT %(bound)s::integer + 1) AS bounded) AS waits;
+            LIMIT %(bound)s::integer + 1) AS bounded) AS waits,
+       -- Each condition is one a ready head meets itself (ready_head): a necessary condition, so "none" is exact.
+       EXISTS (SELECT 1 FROM __schema__.outbox AS fact
+               WHERE fact.lane = %(lane)s::text AND fact.delivered_at IS NULL AND fact.failed_at IS NULL
+                 AND coalesce(fact.next_attempt_at, fact.created_at) <= now()
+                 AND NOT (fact.lease_owner IS NOT NULL AND fact.lease_expires_at > now())) AS any_ready;
 
 -- name: outbox_list_ready_runs
--- Runs whose lane head is ready (not failed, due, no live lease in its lane, its own drainer's included), minus excluded runs, in admission_first order (a run.created head, then a run with a pending terminal, then on the ledger lane one with a pending run.waiting, then the rest; each class by its heads' own age, then run id) or oldest_ready order (head age, then run id); reserves nothing (OBX-2..4, OBX-7). Each of the terminal and wait classes is small enough to list whole (outbox_count_pending_milestones said so); outbox_list_ready_runs_walking serves a larger one.
+-- Runs whose lane head is ready (not failed, due, no live lease in its lane, its own drainer's included), minus excluded runs, in admission_first order (a run.created head, then a run with a pending terminal, then on the ledger lane one with a pending run.waiting, then the rest; each class by its heads' own age, then run id) or oldest_ready order (head age, then run id); reserves nothing (OBX-2..4, OBX-7). Each of the terminal and wait classes is small enough to list whole (outbox_survey_lane said so); outbox_list_ready_runs_walking serves a larger one.
 -- plan: custom
 -- (A drainer idling on an empty outbox would otherwise settle on a generic plan costed for an empty table.)
 WITH candidate_runs AS (
