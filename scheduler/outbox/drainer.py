@@ -103,8 +103,9 @@ def _drain(run_ids: list[str], lease_owner: str, options: DrainOptions, result: 
         return None
     result.counts["claimed"] += len(outcomes)
     policy = settle.FailurePolicy(options.max_attempts, options.backoff_base_ms)
-    return [outcome.prefix.run_id for outcome in outcomes
-            if settle.settle(outcome, policy, result.counts) and len(outcome.prefix.facts) == claims.MAX_PREFIX]
+    settled = settle.settle_all(outcomes, policy, result.counts)
+    return [outcome.prefix.run_id for outcome, whole in zip(outcomes, settled)
+            if whole and len(outcome.prefix.facts) == claims.MAX_PREFIX]
 
 
 def claim(run_ids: list[str], lease_owner: str, options: DrainOptions, *, max_runs: int,
