@@ -101,7 +101,7 @@ WHERE ranked.position <= %(max_facts)s::integer
 ORDER BY ranked.run_id, ranked.created_at, ranked.event_id;
 
 -- name: outbox_ack
--- Acknowledge a delivered prefix: delivered, lease cleared; only rows this drainer still holds (OBX-6).
+-- Acknowledge delivered prefixes (a claim's, together): delivered, lease cleared; only rows this drainer still holds (OBX-6).
 {{acknowledge_facts(%(event_ids)s::text[], %(lease_owner)s::text)}};
 
 -- name: run_ledger_store_and_ack
