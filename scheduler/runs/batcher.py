@@ -43,13 +43,26 @@ class StatementBatcher:
         self._held: list = []
         self._proven_at = float("-inf")
         self._closed = threading.Event()
+        # Items running now, in a batch or alone on their caller's thread (submit's `here`).
+        self._in_flight = 0
+        self._flight = threading.Lock()
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
 
-    def submit(self, item):
-        """Queue `item`, wait for its committed answer (as `run_batch` gives it for a batch of one)."""
+    def submit(self, item, *, here: Callable[[], object] | None = None):
+        """Queue `item`, wait for its committed answer (as `run_batch` gives it for a batch of one).
+
+        With `here`, an item that finds nothing of this batcher's in flight runs `here()` on the caller's thread
+        instead: a lone item is not handed to another thread and back (each hand-over may wait for the GIL), and
+        items that arrive while it runs are grouped as before, so batching starts exactly when items overlap.
+        """
         if self._closed.is_set():
             raise RuntimeError(f"the {self.name} is closed")
+        if here is not None and self._claim_idle():
+            try:
+                return here()
+            finally:
+                self._landed(1)
         future: Future = Future()
         self._queue.put((item, future))
         return future.result(timeout=WAIT_SECONDS)
@@ -60,9 +73,22 @@ class StatementBatcher:
         self._queue.put(None)
         self._thread.join(timeout=WAIT_SECONDS)
 
+    def _claim_idle(self) -> bool:
+        with self._flight:
+            if self._in_flight or not self._queue.empty() or self._held:
+                return False
+            self._in_flight += 1
+            return True
+
+    def _landed(self, items: int) -> None:
+        with self._flight:
+            self._in_flight -= items
+
     def _serve(self) -> None:
         try:
             while batch := self._next_batch():
+                with self._flight:
+                    self._in_flight += len(batch)
                 try:
                     self._run(batch)
                 except BaseException as error:  # noqa: BLE001 - the thread outlives any one batch; its callers see why
@@ -70,6 +96,8 @@ class StatementBatcher:
                     for _, future in batch:
                         if not future.done():
                             future.set_exception(error)
+                finally:
+                    self._landed(len(batch))
         finally:
             connections.close_all()
 

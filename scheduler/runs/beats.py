@@ -59,7 +59,9 @@ def shared_heartbeater() -> StatementBatcher:
 
 
 def beat(run_id: str, attempt: int, lease_token: str) -> Heartbeat:
-    """A runner's heartbeat: through the group heartbeater when it takes this thread's, else on its connection."""
+    """A runner's heartbeat: through the group heartbeater when it takes this thread's (on this thread when the
+    group has nothing in flight), else on its connection."""
     if not _process.takes_this_thread():
         return heartbeat(run_id, attempt, lease_token)
-    return shared_heartbeater().submit(Beat(run_id, attempt, lease_token))
+    return shared_heartbeater().submit(Beat(run_id, attempt, lease_token),
+                                       here=lambda: heartbeat(run_id, attempt, lease_token))

@@ -174,11 +174,12 @@ def shared_launcher() -> StatementBatcher:
 
 def launch(request: LaunchRequest) -> Launched:
     """An API launch: through the group launcher when it takes this thread's and the launch names no release
-    (whose admission lock is taken per release); else on this thread's connection."""
+    (whose admission lock is taken per release), on this thread when the group has nothing in flight; else on this
+    thread's connection."""
     item = PendingLaunch(request)
     if not _process.takes_this_thread() or item.release_keys:
         return launch_run(request)
-    answer = shared_launcher().submit(item)
+    answer = shared_launcher().submit(item, here=lambda: launch_run(request))
     if isinstance(answer, Exception):
         raise answer
     return answer

@@ -79,9 +79,16 @@ def _post_heartbeat(parked):
 @pytest.mark.requirement("RUN-4")
 def test_concurrent_heartbeats__each_answered_through_the_shared_heartbeater():
     parked = [factories.parked_run() for _ in range(8)]
-    outcomes = threads.run_together(*[lambda p=p: _post_heartbeat(p) for p in parked])
+    heartbeater = beats.shared_heartbeater()
+    assert _post_heartbeat(parked[0]) == (200, True)
+    assert heartbeater.statements == 0  # alone, nothing of the group's in flight: on the request's thread
+    assert heartbeater._claim_idle()  # another beat in flight: every one of these is handed to the group
+    try:
+        outcomes = threads.run_together(*[lambda p=p: _post_heartbeat(p) for p in parked])
+    finally:
+        heartbeater._landed(1)
     assert [outcome.get() for outcome in outcomes] == [(200, True)] * 8
-    assert 1 <= beats.shared_heartbeater().statements <= 8
+    assert 1 <= heartbeater.statements <= 8
 
 
 def test_batch_size_one__beats_on_the_request_thread(settings):

@@ -57,10 +57,32 @@ def _post_launch(settings_token: str, index: int):
 @pytest.mark.requirement("RUN-1")
 def test_concurrent_api_launches__each_created_through_the_shared_launcher(settings):
     settings.SCHEDULER_INTERNAL_TOKEN = TOKEN
-    outcomes = threads.run_together(*[lambda i=i: _post_launch(TOKEN, i) for i in range(8)])
+    launcher = launches.shared_launcher()
+    assert launcher._claim_idle()  # another launch in flight: every one of these is handed to the group
+    try:
+        outcomes = threads.run_together(*[lambda i=i: _post_launch(TOKEN, i) for i in range(8)])
+    finally:
+        launcher._landed(1)
     assert [outcome.get() for outcome in outcomes] == [201] * 8
-    assert 1 <= launches.shared_launcher().statements <= 8
+    assert 1 <= launcher.statements <= 8
     assert sorted(factories.loads(row[0]) for row in factories.query("SELECT input_json FROM runs")) == [[i] for i in range(8)]
+
+
+@pytest.mark.requirement("RUN-1")
+def test_a_lone_launch__runs_on_the_request_thread__one_that_overlaps_another__in_the_group(settings):
+    """Issue 47: a launch that finds nothing of the group launcher's in flight is not handed over (each hand-over
+    between threads may wait for the GIL); one that overlaps another goes to the group."""
+    settings.SCHEDULER_INTERNAL_TOKEN = TOKEN
+    launcher = launches.shared_launcher()
+    assert _post_launch(TOKEN, 0) == 201
+    assert launcher.statements == 0
+    assert launcher._claim_idle()
+    try:
+        assert _post_launch(TOKEN, 1) == 201
+    finally:
+        launcher._landed(1)
+    assert launcher.statements == 1
+    assert one("SELECT count(*) FROM runs") == 2
 
 
 def test_batch_size_one__launches_on_the_request_thread(settings):
