@@ -31,7 +31,6 @@ class Answer:
     """What the provider said to one call about one job: an outcome, or the error it raised."""
 
     job: Job
-    call: Call
     outcome: DeleteOutcome | ReadBack | None = None
     error: ProviderError | None = None
     seen_domain: str | None = None  # the organization the answer named (CLN-6), when it says the sandbox is gone
@@ -49,9 +48,9 @@ def ask(job: Job, call: Call, provider_for: Callable[[str], SandboxProvider]) ->
         else:
             outcome = provider.read_back(ref)
     except ProviderError as error:
-        return Answer(job, call, error=error)
+        return Answer(job, error=error)
     gone = outcome in (DeleteOutcome.ALREADY_ABSENT, ReadBack.DELETED)
-    return Answer(job, call, outcome, seen_domain=provider.seen_domain(ref) if gone else None,
+    return Answer(job, outcome, seen_domain=provider.seen_domain(ref) if gone else None,
                   done_when_accepted=provider.delete_done_when_accepted)
 
 

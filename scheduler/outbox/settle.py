@@ -32,26 +32,18 @@ class FailurePolicy:
 
 def settle_all(outcomes: list[Outcome], policy: FailurePolicy, counts: dict[str, int]) -> list[bool]:
     """Settle one claim's outcomes: the facts every receiver took acknowledged in ONE statement (issue 47: a claim
-    of five runs was five acknowledging commits), then each outcome's releases and failure; True for each outcome
-    whose prefix was all delivered."""
-    by_owner: dict[str, list[str]] = {}  # one drainer's claim has one owner; each is fenced on its own all the same
-    for outcome in outcomes:
-        by_owner.setdefault(outcome.prefix.lease_owner, []).extend(fact.event_id for fact in outcome.delivered)
-    acknowledged: set[str] = set()
-    for owner, event_ids in by_owner.items():
-        if event_ids:
-            acknowledged |= acknowledge(owner, event_ids)
-    return [settle(outcome, policy, counts, acknowledged) for outcome in outcomes]
+    of five runs was five acknowledging commits), each fenced on the lease, then each outcome's releases and
+    failure; True for each outcome whose prefix was all delivered."""
+    delivered = [fact.event_id for outcome in outcomes for fact in outcome.delivered]
+    # A claim's prefixes were all leased by its drainer: one lease owner.
+    acknowledged = acknowledge(outcomes[0].prefix.lease_owner, delivered) if delivered else set()
+    return [_settle(outcome, policy, counts, acknowledged) for outcome in outcomes]
 
 
-def settle(outcome: Outcome, policy: FailurePolicy, counts: dict[str, int], acknowledged: set[str] | None = None) -> bool:
-    """Acknowledge (unless `acknowledged` says which of its facts already were), release and fail as the outcome
-    says, adding to `counts`; True when all was delivered."""
+def _settle(outcome: Outcome, policy: FailurePolicy, counts: dict[str, int], acknowledged: set[str]) -> bool:
+    """Count what of the outcome was acknowledged, release and fail as it says; True when all was delivered."""
     prefix = outcome.prefix
-    delivered_ids = [fact.event_id for fact in outcome.delivered]
-    if acknowledged is None:
-        acknowledged = acknowledge(prefix.lease_owner, delivered_ids) if delivered_ids else set()
-    counts["delivered"] += outcome.acknowledged + sum(1 for event_id in delivered_ids if event_id in acknowledged)
+    counts["delivered"] += outcome.acknowledged + sum(1 for fact in outcome.delivered if fact.event_id in acknowledged)
     if outcome.error is None:
         if prefix.route.released:
             counts["released"] += release(prefix.lease_owner, [fact.event_id for fact in prefix.route.released])
