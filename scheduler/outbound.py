@@ -29,6 +29,7 @@ import httpx
 from scheduler.tls import client_ssl_context
 
 USER_AGENT = "runtime-scheduler"
+MAX_KEPT_PER_THREAD = 32  # kept connections a thread holds, one per origin, the least recently used closed first
 _THREAD = threading.local()
 
 
@@ -83,9 +84,10 @@ def _connection(parts, proxy: str | None, timeout: httpx.Timeout) -> http.client
     if by_origin is None:
         by_origin = _THREAD.by_origin = {}
     key = (parts.scheme, parts.hostname, parts.port, proxy)
-    kept = by_origin.get(key)
+    kept = by_origin.pop(key, None)
     if kept is not None and kept.sock is not None and not _readable(kept.sock):
         kept.sock.settimeout(timeout.read)
+        by_origin[key] = kept  # now the most recently used
         return kept
     if kept is not None:
         kept.close()  # an idle connection with something to read was closed (or broken) by the server
@@ -98,6 +100,9 @@ def _connection(parts, proxy: str | None, timeout: httpx.Timeout) -> http.client
         raise _as_http_error(error, "connect") from error
     connection.sock.settimeout(timeout.read)
     by_origin[key] = connection
+    if len(by_origin) > MAX_KEPT_PER_THREAD:
+        # A drainer that delivers to many receivers keeps the most recently used, not one for each ever met.
+        by_origin.pop(next(iter(by_origin))).close()
     return connection
 
 
@@ -130,7 +135,10 @@ def _drop(parts, proxy: str | None) -> None:
 def _readable(sock: socket.socket) -> bool:
     """Whether an idle kept connection has something to read: the server closed it (or broke the protocol)."""
     try:
-        return bool(select.select([sock], [], [], 0)[0])
+        # poll, not select: select cannot watch a descriptor numbered past 1023, and a busy process has them.
+        watch = select.poll()
+        watch.register(sock, select.POLLIN)
+        return bool(watch.poll(0))
     except (OSError, ValueError):
         return True
 

@@ -143,3 +143,36 @@ def test_a_proxy_named_with_another_scheme_than_http_is_refused_as_an_http_error
     with pytest.raises(httpx.UnsupportedProtocol, match="http://"):
         post("http://receiver.example/internal/events")
     assert recorder.seen == []
+
+
+def test_a_thread_keeps_at_most_its_bound_of_connections__the_least_recently_used_closed(recorder, monkeypatch):
+    """One connection per origin, but not one for every origin a drainer ever met: past the bound the least
+    recently used is closed, and the one just reused is kept."""
+    monkeypatch.setattr(outbound, "MAX_KEPT_PER_THREAD", 2)
+    others = [Recorder(), Recorder()]
+    try:
+        first, second, third = recorder.url, others[0].url, others[1].url
+        for url in (first, second, first, third):  # `second` is now the least recently used
+            assert post(url + "/x").status_code == 200
+        kept = outbound._THREAD.by_origin
+        assert sorted(key[2] for key in kept) == sorted(int(url.rsplit(":", 1)[1]) for url in (first, third))
+        assert post(first + "/x").status_code == 200
+        assert len({seen["port"] for seen in recorder.seen}) == 1  # reused throughout
+    finally:
+        outbound.close_thread_transports()
+        for other in others:
+            other.close()
+
+
+def test_a_kept_connection_numbered_past_1023_is_reused(recorder):
+    """select() cannot watch a descriptor past FD_SETSIZE: a busy process would have reconnected on every call."""
+    import os
+
+    assert post(recorder.url + "/x").status_code == 200
+    (connection,) = outbound._THREAD.by_origin.values()
+    high = os.dup2(connection.sock.fileno(), 1500)
+    moved = socket.socket(fileno=high)
+    os.close(connection.sock.detach())
+    connection.sock = moved
+    assert post(recorder.url + "/x").status_code == 200
+    assert len({seen["port"] for seen in recorder.seen}) == 1

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import collections
 import enum
-import threading
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from scheduler import observability
+from scheduler import call_pools, observability
 from scheduler.cleanup.obligations import Job
 from scheduler.providers import DeleteOutcome, ProviderError, ReadBack, SandboxProvider, SandboxRef
 
@@ -54,24 +53,12 @@ def ask(job: Job, call: Call, provider_for: Callable[[str], SandboxProvider]) ->
                   done_when_accepted=provider.delete_done_when_accepted)
 
 
-_pools: dict[int, ThreadPoolExecutor] = {}
-_pools_lock = threading.Lock()
-
-
-def _pool(size: int) -> ThreadPoolExecutor:
-    """One pool per size for the process: a loop's ticks reuse its threads (and their provider connections)."""
-    with _pools_lock:
-        if size not in _pools:
-            _pools[size] = ThreadPoolExecutor(max_workers=size, thread_name_prefix="cleanup-call")
-        return _pools[size]
-
-
 class Calls:
     """A tick's provider calls: `ask` queues one, `answers` yields each answer as it arrives."""
 
     def __init__(self, provider_for: Callable[[str], SandboxProvider], concurrency: int):
         self.provider_for = provider_for
-        self.pool = _pool(concurrency) if concurrency > 1 else None
+        self.pool = call_pools.shared("cleanup-call", concurrency) if concurrency > 1 else None
         self.waiting: collections.deque[tuple[Job, Call]] = collections.deque()
         self.running: set[Future] = set()
 
