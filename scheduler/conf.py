@@ -239,6 +239,9 @@ class SchedulerSettings:
     cleanup_lease_seconds = Setting(120, _integer(1))
     # Issue 47: provider calls (deletes, read-backs) one cleanup worker makes at once within a tick.
     cleanup_concurrency = Setting(8, _integer(1, 64))
+    # Issue 47: runs whose facts one drainer sends to their run-ledger receivers at once (one after the other,
+    # a saturated machine's drainer fell behind on round trips alone).
+    delivery_concurrency = Setting(8, _integer(1, 64))
     billing_lease_seconds = Setting(300, _integer(1))
     settle_batch_size = Setting(32, _integer(1, 500))
     heartbeat_batch_size = Setting(32, _integer(1, 500))

@@ -25,6 +25,8 @@ class FakeReceiver:
         self.sightings: list[tuple[str, str]] = []  # (run_id, event_id) in arrival order
         self.token_requests = 0
         self.hold = None  # a threading.Event the events endpoint waits on
+        self.meeting = None  # a threading.Barrier each events request waits at (503 when it breaks)
+        self.in_flight = self.most_in_flight = 0  # events requests being answered now, and at most at once
         self.grant_batching = False
         self.token_style = "expires_at"  # or "jwt" (a readable exp), "opaque" (no lifetime to read)
         self.executor_tokens: set[str] = set()  # pre-minted tokens the events endpoint accepts
@@ -114,6 +116,17 @@ class FakeReceiver:
                         return self._answer(401)
                     if fake.hold is not None:
                         fake.hold.wait(60)
+                    with fake.lock:
+                        fake.in_flight += 1
+                        fake.most_in_flight = max(fake.most_in_flight, fake.in_flight)
+                    try:
+                        if fake.meeting is not None:
+                            fake.meeting.wait()
+                    except threading.BrokenBarrierError:
+                        return self._answer(503)
+                    finally:
+                        with fake.lock:
+                            fake.in_flight -= 1
                     ids = [event["eventId"] for event in body["events"]]
                     if fail or fake.always_fail.intersection(ids):
                         return self._answer(500)

@@ -3,9 +3,10 @@
 Events go to `POST {receiver}/api/v2/internal/play-runtime/run-ledger/events`
 (Bearer token; `{runId, events: [{eventId, type, occurredAt, payload}]}`),
 the whole route in one request when prefix batching was granted, else one
-fact per request in causal order. Any 2xx delivers what it carried; a 401
-drops the authority (authority.py: the token, its cache, what may be
-batched) and mints a dispatch token once. After a partial delivery the
+fact per request in causal order; the runs of a claim are delivered several
+at once, each run's requests on one thread. Any 2xx delivers what it
+carried; a 401 drops the authority (authority.py: the token, its cache,
+what may be batched) and mints a dispatch token once. After a partial delivery the
 outcome names the facts that arrived, and the failure is counted on the
 first fact that did not. No credential reaches an error message or a log.
 """
@@ -18,7 +19,8 @@ import threading
 
 from django.db import connections
 
-from scheduler import db, observability
+from scheduler import call_pools, db, observability
+from scheduler.conf import scheduler_settings
 from scheduler.faults import describe
 from scheduler.kinds import TERMINAL_FACT_TYPES, ReceiverKind
 from scheduler.outbox.facts import Fact, Prefix
@@ -89,23 +91,30 @@ class LedgerHttp(Receiver):
     kind = ReceiverKind.HTTP
 
     def deliver(self, prefixes: list[Prefix]) -> list[Outcome]:
-        """One run at a time (the protocol is per run), each timed and counted per receiver origin; meanwhile
-        every prefix's leases are kept alive, so a slow receiver never outlasts them."""
+        """Each run's route in requests of its own (the protocol is per run), up to SCHEDULER_DELIVERY_CONCURRENCY
+        runs at once, each timed and counted per receiver origin; meanwhile every prefix's leases are kept alive,
+        so a slow receiver never outlasts them."""
         outcomes = [Outcome(prefix) for prefix in prefixes]
         if not prefixes:
             return outcomes
         fact_ids = [fact_id for prefix in prefixes for fact_id in prefix.fact_ids]
+        size = scheduler_settings.delivery_concurrency
         with leases_kept(prefixes[0].lease_owner, fact_ids, min(prefix.lease_seconds for prefix in prefixes)):
-            self._deliver_each(outcomes)
+            if size > 1 and len(outcomes) > 1:
+                # A run's facts stay in one thread, in causal order; different runs owe each other no order (OBX-1).
+                list(call_pools.shared("delivery", size).map(_deliver_timed, outcomes))
+            else:
+                for outcome in outcomes:
+                    _deliver_timed(outcome)
         return outcomes
 
-    @staticmethod
-    def _deliver_each(outcomes: list[Outcome]) -> None:
-        for outcome in outcomes:
-            label = observability.receiver_label(outcome.prefix.route.base_url)
-            try:
-                with observability.DELIVERY_SECONDS.labels(label).time():
-                    _deliver_one(outcome)
-            except Exception as error:  # noqa: BLE001 - settled through the failure policy
-                observability.DELIVERY_FAILURES.labels(label).inc()
-                outcome.error = error
+
+def _deliver_timed(outcome: Outcome) -> None:
+    """Deliver one run's route; whatever goes wrong becomes its outcome's error, settled by the failure policy."""
+    label = observability.receiver_label(outcome.prefix.route.base_url)
+    try:
+        with observability.DELIVERY_SECONDS.labels(label).time():
+            _deliver_one(outcome)
+    except Exception as error:  # noqa: BLE001 - settled through the failure policy
+        observability.DELIVERY_FAILURES.labels(label).inc()
+        outcome.error = error
