@@ -157,7 +157,8 @@ class FakeDaytona:
     def listing(self, organization: str, query: dict) -> tuple[int, object]:
         wanted = json.loads(query.get("labels", ["{}"])[0])
         errored_deleted = query.get("includeErroredDeleted", ["false"])[0] == "true"
-        items = [self.public(sandbox) for sandbox in self.sandboxes.values()
+        # A copy first (one step under the GIL): creates on other request threads add sandboxes meanwhile.
+        items = [self.public(sandbox) for sandbox in list(self.sandboxes.values())
                  if sandbox["organizationId"] == organization and sandbox["state"] != "destroyed"
                  and (errored_deleted or sandbox["desiredState"] != "destroyed")
                  and wanted.items() <= sandbox.get("labels", {}).items()]
