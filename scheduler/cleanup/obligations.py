@@ -132,12 +132,22 @@ def fail(job: Job, lease_owner: str, error: str, *, permanent: bool, max_failure
     })
 
 
-def accepted_look_later(job: Job, lease_owner: str, delay_ms: float) -> bool:
-    """CLN-5: the provider accepted the delete; read back after `delay_ms`. One statement records the acceptance
-    and returns the lease; False when the lease was lost meanwhile (the acceptance is recorded all the same)."""
-    return bool(db.fetch_all("sandbox_cleanup_accepted_look_later", {
-        **job.identity(), "event_id": job.event_id("provider_delete_accepted"), "lease_owner": lease_owner,
-        "details": json.dumps({"routingDomain": job.routing_domain}), "delay_ms": delay_ms}))
+def accepted_look_later(jobs: list[Job], lease_owner: str, delay_ms: float) -> list[bool]:
+    """CLN-5: the provider accepted these jobs' deletes (the acceptances that arrived together); read each back
+    after `delay_ms`. One statement records every acceptance and returns each lease still held; per job, in
+    order, False when its lease was lost meanwhile (its acceptance is recorded all the same)."""
+    if not jobs:
+        return []
+    if len({(job.provider, job.sandbox_id, job.run_id, job.attempt, job.routing_domain) for job in jobs}) != len(jobs):
+        raise InvalidInput("an acceptance batch names each job once")
+    rows = db.fetch_all("sandbox_cleanup_accepted_look_later", {
+        "providers": [job.provider for job in jobs], "sandbox_ids": [job.sandbox_id for job in jobs],
+        "run_ids": [job.run_id for job in jobs], "attempts": [job.attempt for job in jobs],
+        "routing_domains": [job.routing_domain for job in jobs],
+        "event_ids": [job.event_id("provider_delete_accepted") for job in jobs],
+        "details": [json.dumps({"routingDomain": job.routing_domain}) for job in jobs],
+        "lease_owner": lease_owner, "delay_ms": delay_ms})
+    return [bool(row["looks_later"]) for row in rows]
 
 
 def retry_later(job: Job, lease_owner: str, delay_ms: float) -> None:

@@ -54,7 +54,7 @@ def ask(job: Job, call: Call, provider_for: Callable[[str], SandboxProvider]) ->
 
 
 class Calls:
-    """A tick's provider calls: `ask` queues one, `answers` yields each answer as it arrives."""
+    """A tick's provider calls: `ask` queues one, `arrived` yields the answers as they arrive."""
 
     def __init__(self, provider_for: Callable[[str], SandboxProvider], concurrency: int):
         self.provider_for = provider_for
@@ -70,10 +70,10 @@ class Calls:
         else:
             self.waiting.append((job, call))
 
-    def answers(self) -> Iterator[Answer]:
+    def arrived(self) -> Iterator[list[Answer]]:
+        """The answers as they arrive, those that arrived together in one list (one answer when called in turn)."""
         while self.waiting:
-            yield ask(*self.waiting.popleft(), self.provider_for)
+            yield [ask(*self.waiting.popleft(), self.provider_for)]
         while self.running:
             done, self.running = wait(self.running, return_when=FIRST_COMPLETED)
-            for future in done:
-                yield future.result()
+            yield [future.result() for future in done]

@@ -6,7 +6,8 @@
 2. If the provider has not accepted a delete yet: call delete, record
    accepted (or failed: back off or block). A provider whose deletes finish
    later (Daytona) is read back at the next look, due after the delay, in the
-   same statement that recorded the acceptance.
+   same statement that recorded the acceptance: one statement for the
+   acceptances that arrived together.
 3. Read back; deleted (or already absent) -> complete at the first
    acceptance time, the tick's confirmations in one statement; still
    present -> look again later.
@@ -57,12 +58,30 @@ def run_once(providers: list[str], lease_owner: str, limit: int = 20, now=None, 
                                  else concurrency)
     for job in jobs:
         calls.ask(job, Call.READ_BACK if job.delete_accepted else Call.DELETE)
-    for answer in calls.answers():
-        follow_up = record(answer, lease_owner, result, readback_delay_ms, confirmed)
-        if follow_up is not None:
-            calls.ask(answer.job, follow_up, next=True)
+    for answers in calls.arrived():
+        rest = _look_later(answers, lease_owner, result, readback_delay_ms)
+        for answer in rest:
+            follow_up = record(answer, lease_owner, result, readback_delay_ms, confirmed)
+            if follow_up is not None:
+                calls.ask(answer.job, follow_up, next=True)
     complete(confirmed, lease_owner, result)
     return result
+
+
+def _look_later(answers: list[provider_calls.Answer], lease_owner: str, result: CleanupTick,
+                readback_delay_ms: float) -> list[provider_calls.Answer]:
+    """CLN-5: the deletes accepted by a provider whose deletes finish later, among answers that arrived together,
+    recorded in one statement (issue 47); returns the other answers."""
+    later: list[provider_calls.Answer] = []
+    rest: list[provider_calls.Answer] = []
+    for answer in answers:
+        finishes_later = answer.error is None and answer.outcome is DeleteOutcome.ACCEPTED and not answer.done_when_accepted
+        (later if finishes_later else rest).append(answer)
+    if later:
+        obligations.accepted_look_later([answer.job for answer in later], lease_owner, readback_delay_ms)
+        result.counts["accepted"] += len(later)
+        result.counts["retried"] += len(later)
+    return rest
 
 
 def complete(confirmed: list[obligations.Completion], lease_owner: str, result: CleanupTick) -> None:
@@ -98,12 +117,8 @@ def record(answer: provider_calls.Answer, lease_owner: str, result: CleanupTick,
     if answer.outcome is DeleteOutcome.ALREADY_ABSENT:
         confirmed.append(_confirmation(job, "already_absent", answer.seen_domain))
         return None
-    if answer.outcome is DeleteOutcome.ACCEPTED:
+    if answer.outcome is DeleteOutcome.ACCEPTED:  # a provider done when it accepted (the others: _look_later)
         result.counts["accepted"] += 1
-        if not answer.done_when_accepted:
-            obligations.accepted_look_later(job, lease_owner, readback_delay_ms)
-            result.counts["retried"] += 1
-            return None
         obligations.record_event(job, "provider_delete_accepted", {"routingDomain": job.routing_domain})
         return Call.READ_BACK
     if answer.outcome is ReadBack.DELETED:

@@ -209,21 +209,43 @@ WHERE job.provider = %(provider)s::text AND job.sandbox_id = %(sandbox_id)s::tex
 RETURNING job.sandbox_id;
 
 -- name: sandbox_cleanup_accepted_look_later
--- CLN-5 for a provider whose deletes finish after they are accepted (Daytona): the acceptance on record (the time billing ends) and, when this worker still holds the job, the read-back due after delay_ms with the lease returned, in one statement: a read-back at once would only see the sandbox still there.
-WITH accepted AS (
+-- CLN-5 for a provider whose deletes finish after they are accepted (Daytona), for the acceptances that arrived together (issue 47): each acceptance on record (the time billing ends) and, for each job this worker still holds, the read-back due after delay_ms with the lease returned, in one statement: a read-back at once would only see the sandbox still there. Each job is fenced on its own; one row per item, in input order, saying whether its look was set. Items name distinct jobs; jobs are locked in one order, so batches never deadlock.
+-- plan: generic
+WITH item AS MATERIALIZED (
+    SELECT *
+    FROM unnest(%(providers)s::text[], %(sandbox_ids)s::text[], %(run_ids)s::text[], %(attempts)s::integer[],
+                %(routing_domains)s::text[], %(event_ids)s::text[], %(details)s::jsonb[])
+         WITH ORDINALITY AS item(provider, sandbox_id, run_id, attempt, routing_domain, event_id, details, position)
+), accepted AS (
     INSERT INTO __schema__.sandbox_cleanup_events_v2 (event_id, provider, sandbox_id, run_id, attempt, routing_domain, event_type, details_json)
-    VALUES (%(event_id)s::text, %(provider)s::text, %(sandbox_id)s::text, %(run_id)s::text, %(attempt)s::integer,
-            %(routing_domain)s::text, 'provider_delete_accepted', %(details)s::jsonb)
+    SELECT item.event_id, item.provider, item.sandbox_id, item.run_id, item.attempt, item.routing_domain,
+           'provider_delete_accepted', item.details
+    FROM item
+    ORDER BY item.position
     ON CONFLICT (event_id) DO NOTHING
+), held AS MATERIALIZED (
+    SELECT job.provider, job.sandbox_id, job.run_id, job.attempt, job.routing_domain, item.position
+    FROM __schema__.sandbox_cleanup_jobs_v2 AS job
+    JOIN item ON job.provider = item.provider AND job.sandbox_id = item.sandbox_id
+             AND job.run_id = item.run_id AND job.attempt = item.attempt
+             AND job.routing_domain IS NOT DISTINCT FROM item.routing_domain
+    WHERE job.lease_owner = %(lease_owner)s::text AND job.status = 'pending'
+    ORDER BY job.run_id, job.provider, job.sandbox_id
+    FOR UPDATE OF job
+), looked AS (
+    UPDATE __schema__.sandbox_cleanup_jobs_v2 AS job
+    SET available_at = now() + %(delay_ms)s::double precision * interval '1 millisecond',
+        lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+    FROM held
+    WHERE job.provider = held.provider AND job.sandbox_id = held.sandbox_id
+      AND job.run_id = held.run_id AND job.attempt = held.attempt
+      AND job.routing_domain IS NOT DISTINCT FROM held.routing_domain
+    RETURNING held.position
 )
-UPDATE __schema__.sandbox_cleanup_jobs_v2 AS job
-SET available_at = now() + %(delay_ms)s::double precision * interval '1 millisecond',
-    lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
-WHERE job.provider = %(provider)s::text AND job.sandbox_id = %(sandbox_id)s::text
-  AND job.run_id = %(run_id)s::text AND job.attempt = %(attempt)s::integer
-  AND job.routing_domain IS NOT DISTINCT FROM %(routing_domain)s::text
-  AND job.lease_owner = %(lease_owner)s::text AND job.status = 'pending'
-RETURNING job.sandbox_id;
+SELECT item.position, looked.position IS NOT NULL AS looks_later
+FROM item
+LEFT JOIN looked ON looked.position = item.position
+ORDER BY item.position;
 
 -- name: sandbox_cleanup_unblock
 -- Operator repair (CLN-7): a blocked job becomes pending and due now, its failure count reset.

@@ -45,6 +45,6 @@ def test_an_acceptance_after_the_lease_was_lost__is_recorded_and_leaves_the_job_
     settled_run(provider="daytona", routing_domain="org-a")
     job = claimed_job("daytona")
     query("UPDATE sandbox_cleanup_jobs_v2 SET lease_owner = 'another-worker'")
-    assert obligations.accepted_look_later(job, "owner", 60_000) is False
+    assert obligations.accepted_look_later([job], "owner", 60_000) == [False]
     assert _events(job.run_id)[-1] == "provider_delete_accepted"
     assert one("SELECT lease_owner FROM sandbox_cleanup_jobs_v2 WHERE run_id = %s", [job.run_id]) == "another-worker"
