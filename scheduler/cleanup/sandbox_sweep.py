@@ -59,7 +59,7 @@ def run_once(providers: list[str], lease_owner: str, limit: int = 20, now=None, 
     for job in jobs:
         calls.ask(job, Call.READ_BACK if job.delete_accepted else Call.DELETE)
     for answers in calls.arrived():
-        rest = _look_later(answers, lease_owner, result, readback_delay_ms)
+        rest = record_finishing_later(answers, lease_owner, result, readback_delay_ms)
         for answer in rest:
             follow_up = record(answer, lease_owner, result, readback_delay_ms, confirmed)
             if follow_up is not None:
@@ -68,7 +68,7 @@ def run_once(providers: list[str], lease_owner: str, limit: int = 20, now=None, 
     return result
 
 
-def _look_later(answers: list[provider_calls.Answer], lease_owner: str, result: CleanupTick,
+def record_finishing_later(answers: list[provider_calls.Answer], lease_owner: str, result: CleanupTick,
                 readback_delay_ms: float) -> list[provider_calls.Answer]:
     """CLN-5: the deletes accepted by a provider whose deletes finish later, among answers that arrived together,
     recorded in one statement (issue 47); returns the other answers."""
@@ -117,7 +117,7 @@ def record(answer: provider_calls.Answer, lease_owner: str, result: CleanupTick,
     if answer.outcome is DeleteOutcome.ALREADY_ABSENT:
         confirmed.append(_confirmation(job, "already_absent", answer.seen_domain))
         return None
-    if answer.outcome is DeleteOutcome.ACCEPTED:  # a provider done when it accepted (the others: _look_later)
+    if answer.outcome is DeleteOutcome.ACCEPTED:  # a provider done when it accepted (the others: record_finishing_later)
         result.counts["accepted"] += 1
         obligations.record_event(job, "provider_delete_accepted", {"routingDomain": job.routing_domain})
         return Call.READ_BACK

@@ -31,7 +31,7 @@ def test_one_statement_for_acceptances_that_arrived_together__a_stolen_lease_ref
     answers = [provider_calls.Answer(job, DeleteOutcome.ACCEPTED, done_when_accepted=False) for job in jobs]
     done = provider_calls.Answer(jobs[0], ReadBack.DELETED)  # not an acceptance: handed back for its own record
 
-    rest = sandbox_sweep._look_later(answers + [done], "owner", result, 60_000)
+    rest = sandbox_sweep.record_finishing_later(answers + [done], "owner", result, 60_000)
 
     assert statements == ["sandbox_cleanup_accepted_look_later"] and rest == [done]
     assert (result.counts["accepted"], result.counts["retried"]) == (3, 3)
