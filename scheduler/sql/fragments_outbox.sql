@@ -48,14 +48,19 @@ FROM {source} AS event
 ON CONFLICT (event_id) DO NOTHING
 RETURNING event_id
 
+-- fragment: due_fact(fact)
+-- OBX-2, OBX-3: `fact` is a fact of the lane that could be delivered now: undelivered, not failed, due (what a ready
+-- head is of itself; the lane survey asks it of any fact).
+{fact}.lane = %(lane)s::text AND {fact}.delivered_at IS NULL
+AND {fact}.failed_at IS NULL
+AND coalesce({fact}.next_attempt_at, {fact}.created_at) <= now()
+
 -- fragment: ready_head(fact)
 -- OBX-2, OBX-3: `fact` (a row of the outbox walked in age order) is its run's ready lane head: undelivered, not
 -- failed, due, no older undelivered fact, no live lease in the lane. OFFSET 0 keeps each check a per-fact probe
 -- by run_id: a queue's statistics are always stale, and turned into a join the check was planned as a scan of
 -- every undelivered fact per candidate.
-{fact}.lane = %(lane)s::text AND {fact}.delivered_at IS NULL
-AND {fact}.failed_at IS NULL
-AND coalesce({fact}.next_attempt_at, {fact}.created_at) <= now()
+{{due_fact({fact})}}
 AND NOT EXISTS (SELECT 1 FROM __schema__.outbox AS older
                 WHERE older.run_id = {fact}.run_id AND older.lane = {fact}.lane AND older.delivered_at IS NULL
                   AND (older.created_at, older.event_id) < ({fact}.created_at, {fact}.event_id)

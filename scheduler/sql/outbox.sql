@@ -14,8 +14,7 @@ SELECT (SELECT count(*) FROM (
             LIMIT %(bound)s::integer + 1) AS bounded) AS waits,
        -- Each condition is one a ready head meets itself (ready_head): a necessary condition, so "none" is exact.
        EXISTS (SELECT 1 FROM __schema__.outbox AS fact
-               WHERE fact.lane = %(lane)s::text AND fact.delivered_at IS NULL AND fact.failed_at IS NULL
-                 AND coalesce(fact.next_attempt_at, fact.created_at) <= now()
+               WHERE {{due_fact(fact)}}
                  AND NOT (fact.lease_owner IS NOT NULL AND fact.lease_expires_at > now())) AS any_ready;
 
 -- name: outbox_list_ready_runs
