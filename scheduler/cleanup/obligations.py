@@ -93,18 +93,23 @@ class Completion:
     observed_routing_domain: str | None = None
 
 
+def _batch_columns(jobs: list[Job], what: str) -> dict[str, list]:
+    """The jobs' identities as the array parameters of a batch statement; a batch names each job once."""
+    if len({(job.provider, job.sandbox_id, job.run_id, job.attempt, job.routing_domain) for job in jobs}) != len(jobs):
+        raise InvalidInput(f"{what} batch names each job once")
+    return {"providers": [job.provider for job in jobs], "sandbox_ids": [job.sandbox_id for job in jobs],
+            "run_ids": [job.run_id for job in jobs], "attempts": [job.attempt for job in jobs],
+            "routing_domains": [job.routing_domain for job in jobs]}
+
+
 def complete_all(completions: list[Completion], lease_owner: str) -> list[str]:
     """CLN-6 for many jobs in ONE statement, each fenced on its own; one outcome per job, in order: completed,
     already_deleted, lease_lost, missing_obligation or wrong_routing_domain."""
     if not completions:
         return []
     jobs = [item.job for item in completions]
-    if len({(job.provider, job.sandbox_id, job.run_id, job.attempt, job.routing_domain) for job in jobs}) != len(jobs):
-        raise InvalidInput("a completion batch names each job once")
     rows = db.fetch_all("sandbox_cleanup_complete", {
-        "providers": [job.provider for job in jobs], "sandbox_ids": [job.sandbox_id for job in jobs],
-        "run_ids": [job.run_id for job in jobs], "attempts": [job.attempt for job in jobs],
-        "routing_domains": [job.routing_domain for job in jobs],
+        **_batch_columns(jobs, "a completion"),
         "provider_outcomes": [item.provider_outcome for item in completions],
         "observed_routing_domains": [item.observed_routing_domain for item in completions],
         "event_ids": [job.event_id("provider_delete_confirmed") for job in jobs], "lease_owner": lease_owner,
@@ -138,12 +143,8 @@ def accepted_look_later(jobs: list[Job], lease_owner: str, delay_ms: float) -> l
     order, False when its lease was lost meanwhile (its acceptance is recorded all the same)."""
     if not jobs:
         return []
-    if len({(job.provider, job.sandbox_id, job.run_id, job.attempt, job.routing_domain) for job in jobs}) != len(jobs):
-        raise InvalidInput("an acceptance batch names each job once")
     rows = db.fetch_all("sandbox_cleanup_accepted_look_later", {
-        "providers": [job.provider for job in jobs], "sandbox_ids": [job.sandbox_id for job in jobs],
-        "run_ids": [job.run_id for job in jobs], "attempts": [job.attempt for job in jobs],
-        "routing_domains": [job.routing_domain for job in jobs],
+        **_batch_columns(jobs, "an acceptance"),
         "event_ids": [job.event_id("provider_delete_accepted") for job in jobs],
         "details": [json.dumps({"routingDomain": job.routing_domain}) for job in jobs],
         "lease_owner": lease_owner, "delay_ms": delay_ms})

@@ -69,7 +69,7 @@ def run_once(providers: list[str], lease_owner: str, limit: int = 20, now=None, 
 
 
 def record_finishing_later(answers: list[provider_calls.Answer], lease_owner: str, result: CleanupTick,
-                readback_delay_ms: float) -> list[provider_calls.Answer]:
+                           readback_delay_ms: float) -> list[provider_calls.Answer]:
     """CLN-5: the deletes accepted by a provider whose deletes finish later, among answers that arrived together,
     recorded in one statement (issue 47); returns the other answers."""
     later: list[provider_calls.Answer] = []
