@@ -6,7 +6,6 @@ import threading
 import pytest
 
 from scheduler.outbox import drainer
-from scheduler.outbox.receivers import authority
 from tests.factories import query
 from tests.outbox.factories import backlog_run
 from tests.outbox.fake_receiver import COORDINATOR_TOKEN, FakeReceiver
@@ -19,8 +18,6 @@ def receiver():
     fake = FakeReceiver()
     yield fake
     fake.close()
-    for cache in (authority.DISPATCH_TOKENS, authority.RUN_AUTHORITIES):  # keyed by run: the next test's are new
-        cache.clear()
 
 
 def runs(receiver, count: int, facts: int = 3) -> dict[str, list[str]]:

@@ -19,9 +19,6 @@ BYPASS = "vercel-bypass-secret-123"
 
 @pytest.fixture
 def receiver():
-    for cache in (authority.DISPATCH_TOKENS, authority.RUN_AUTHORITIES):
-        cache.clear()
-    authority._REFUSED_EXECUTOR_TOKENS.clear()
     fake = FakeReceiver()
     yield fake
     fake.close()

@@ -9,7 +9,6 @@ import pytest
 
 import scheduler.outbox
 from scheduler.outbox import drainer
-from scheduler.outbox.receivers import authority
 from tests.outbox.factories import backlog_run
 from tests.outbox.fake_receiver import COORDINATOR_TOKEN, FakeReceiver
 
@@ -55,8 +54,6 @@ def forward(calls: set) -> bool:
 
 @pytest.mark.django_db(transaction=True)
 def test_an_external_delivery__enters_each_stage_once_per_prefix__one_way():
-    for cache in (authority.DISPATCH_TOKENS, authority.RUN_AUTHORITIES):
-        cache.clear()
     fake = FakeReceiver()
     try:
         for index in range(3):
