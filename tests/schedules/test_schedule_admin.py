@@ -4,6 +4,7 @@ skipped slot is fired again by an action (audited); the schedule gauges."""
 import datetime as dt
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.contrib.auth.models import User
 from django.urls import reverse
 
@@ -30,7 +31,7 @@ def skipped_schedule():
 
 def test_a_schedules_page__next_five_fire_times_and_recent_fires(admin_client):
     schedule_id = skipped_schedule()
-    page = admin_client.get(reverse("admin:scheduler_schedule_change", args=[schedule_id])).content.decode()
+    page = admin_client.get(reverse("admin:scheduler_schedule_change", args=[quote(schedule_id)])).content.decode()
     assert "next five fire times" in page.lower() and page.count(":00, ") >= 4
     assert "skipped_catch_up" in page
 
