@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib import admin
+from django.contrib.admin.utils import quote
 from django.urls import reverse
 
 from scheduler import db, replica
@@ -42,7 +43,7 @@ def _org_figures() -> list[Figure]:
             why = f"limited to {org['max_starts_per_minute']} starts a minute"
         else:
             continue
-        link = reverse("admin:scheduler_orglimit_change", args=[org["org_id"]])
+        link = reverse("admin:scheduler_orglimit_change", args=[quote(org["org_id"])])
         shown.append(Figure(f"{org['org_id']}: {why}, {org['active']} active; queued", org["queued"], link,
                             org["paused"] and org["queued"] > 0))
     return shown

@@ -1,6 +1,9 @@
 """FSH-10 in the admin and /metrics: an org's page shows what it holds and edits its limits through the audited
 statement; the dashboard lists paused and throttled orgs with links; /metrics has bounded per-org gauges."""
 
+import html
+import re
+
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.urls import reverse
@@ -63,6 +66,16 @@ def test_the_dashboard_lists_paused_and_throttled_orgs_with_links(admin_client):
     page = admin_client.get("/admin/").content.decode()
     assert "org-paused: paused" in page and "org-capped: at its cap of 0" in page and "org-idle" not in page
     assert reverse("admin:scheduler_orglimit_change", args=["org-capped"]) in page
+
+
+def test_a_dashboard_link_reaches_an_org_whose_id_reads_as_an_admin_escape(admin_client):
+    """The admin unquotes `_40` to `@`: a link must carry the org id quoted, as the admin's own links do."""
+    factories.launch(org_id="team_40x")
+    limits.change("team_40x", limits.LimitsChange(paused=True), actor="test")
+    page = admin_client.get("/admin/").content.decode()
+    link = re.search(r'href="([^"]*orglimit/[^"]*)"', page).group(1)
+    answer = admin_client.get(html.unescape(link))
+    assert answer.status_code == 200 and "team_40x" in answer.content.decode()
 
 
 def test_metrics__per_org_gauges__the_top_orgs_then_other(client, settings, monkeypatch):
