@@ -98,28 +98,23 @@ CROSS JOIN LATERAL (
     ORDER BY fact.created_at, fact.event_id
     LIMIT 1
 ) AS head
+-- One pass over the run's pending facts gives its class and whether a live lease holds its lane (OBX-3, whoever
+-- holds it): the pass an EXISTS per question made three times, and a third of the planning, which this statement
+-- pays on every call.
 CROSS JOIN LATERAL (
     SELECT CASE
         WHEN head.event_type = 'run.created' THEN 0
-        WHEN EXISTS (SELECT 1 FROM __schema__.outbox AS pending
-                     WHERE pending.run_id = candidate_runs.run_id AND pending.lane = %(lane)s::text
-                       AND pending.delivered_at IS NULL
-                       AND pending.event_type IN ('run.completed', 'run.failed', 'run.cancelled')) THEN 1
-        WHEN %(lane)s::text = 'ledger'
-             AND EXISTS (SELECT 1 FROM __schema__.outbox AS pending
-                         WHERE pending.run_id = candidate_runs.run_id AND pending.lane = %(lane)s::text
-                           AND pending.delivered_at IS NULL AND pending.event_type = 'run.waiting') THEN 2
+        WHEN bool_or(pending.event_type IN ('run.completed', 'run.failed', 'run.cancelled')) THEN 1
+        WHEN %(lane)s::text = 'ledger' AND bool_or(pending.event_type = 'run.waiting') THEN 2
         ELSE 3
-    END AS class
+    END AS class,
+    bool_or(pending.lease_owner IS NOT NULL AND pending.lease_expires_at > now()) AS held
+    FROM __schema__.outbox AS pending
+    WHERE pending.run_id = candidate_runs.run_id AND pending.lane = %(lane)s::text AND pending.delivered_at IS NULL
 ) AS kind
 WHERE NOT (candidate_runs.run_id = ANY (%(exclude_run_ids)s::text[]))
   AND head.failed_at IS NULL AND coalesce(head.next_attempt_at, head.created_at) <= now()
-  -- OBX-3: a live lease anywhere in the run's lane holds it, whoever holds it.
-  AND NOT EXISTS (SELECT 1 FROM __schema__.outbox AS active
-                  WHERE active.run_id = candidate_runs.run_id AND active.lane = %(lane)s::text
-                    AND active.delivered_at IS NULL
-                    AND active.lease_owner IS NOT NULL AND active.lease_expires_at > now()
-                  OFFSET 0)
+  AND NOT kind.held
 ORDER BY CASE WHEN %(admission_first)s::boolean THEN kind.class ELSE 0 END, head.created_at, candidate_runs.run_id
 LIMIT %(limit)s::integer
 
