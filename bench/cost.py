@@ -284,7 +284,7 @@ def main():
             wal_start = wal_position()
             prepared = measured_runs(fake, runs, runs, external, run_ids)
             by_table = wal_by_table(wal_start, wal_position(), runs)
-            top, kept = top_statements(), kept_rows(run_ids)
+            top, kept = top_statements(20), kept_rows(run_ids)
             settings.SCHEDULER_PREPARE_STATEMENTS = False
             connections.close_all()
             unprepared = measured_runs(fake, runs, 2 * runs, external)
