@@ -14,6 +14,7 @@ import capacity_checks
 import capacity_fakes
 import harness
 import stage_latency
+import statement_names
 
 FIRST_RATE, GROWTH, MOST_STEPS = 20.0, 1.25, 16
 # Issue 47's targets: 2.5x the whole runs this machine sustained before it (95/s), at no more than 3.0 ms of
@@ -169,9 +170,10 @@ def report(args, best, steps, latency, held, minutes, rates, events, finished, k
     for promise, count in kept.items():
         rows.append((f"  {promise}", f"{count}", "", f"{count}", "<= 0"))
     if best:
+        block_of = statement_names.namer()
         harness.print_table("where the server time went at the highest sustained rate",
                             [("statement", "calls", "ms per run")]
-                            + [(text, calls, f"{ms:.3f}") for calls, ms, text in best["top"]])
+                            + [(block_of(text), calls, f"{ms:.3f}") for calls, ms, text in best["top"]])
     print("\n  " + "\n  ".join(events))
     harness.report(f"capacity ({'quick' if args.quick else 'full'})", rows, args.check,
                    series={"offered": [step["offered"] for step in steps],

@@ -18,11 +18,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import re
 import sys
 import time
 
 import harness
+import statement_names
 
 RUNS = 300
 ORG = "org-cost"
@@ -183,36 +183,12 @@ def top_statements(limit: int = 10) -> list[tuple]:
     """The named blocks (or other statements) that took the most server time, for the table's foot."""
     from django.db import connection
 
-    from scheduler import db, sql
-    from scheduler.conf import scheduler_settings
-
-    def words(text: str) -> list[str]:
-        # pg_stat_statements keeps the text with its constants replaced by $n: compare with every constant blanked.
-        text = " ".join(line.split("--")[0] for line in text.splitlines())
-        return re.sub(r"'(?:[^']|'')*'|\$\d+|\b\d+\b", "?", text).split()
-
-    blocks = {name: words(db._compiled(name, scheduler_settings.schema)[0]) for name in sql.raw_blocks()}
-
-    def block_of(query: str) -> str:
-        # The block sharing the longest run of leading words (constants the server folded differently aside).
-        seen = words(query)
-        best, length = max(((name, _common_prefix(seen, text)) for name, text in blocks.items()), key=lambda p: p[1])
-        return best if length >= min(len(seen), 12) else " ".join(query.split())[:60]
-
+    block_of = statement_names.namer()
     with connection.cursor() as cursor:
         cursor.execute("""SELECT query, calls, total_plan_time + total_exec_time, total_plan_time FROM pg_stat_statements
                            WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
                              AND query NOT LIKE %s ORDER BY 3 DESC LIMIT %s""", ["%pg_snapshot_xmax%", limit])
         return [(block_of(query), calls, total, planning) for query, calls, total, planning in cursor]
-
-
-def _common_prefix(left: list[str], right: list[str]) -> int:
-    length = 0
-    for a, b in zip(left, right):
-        if a != b:
-            break
-        length += 1
-    return length
 
 
 # What each row a finished run keeps is for; none can go before the run's retention ends (RET-1).
