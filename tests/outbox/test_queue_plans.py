@@ -52,3 +52,17 @@ def test_outbox__vacuumed_and_analyzed_after_a_fixed_number_of_changes():
         options = dict(option.split("=") for option in cursor.fetchone()[0])
     assert options["autovacuum_vacuum_scale_factor"] == options["autovacuum_analyze_scale_factor"] == "0"
     assert int(options["autovacuum_vacuum_threshold"]) <= 10_000
+
+
+def test_outbox__autovacuum_analyze_skips_the_payload_no_statement_reads_by():
+    with connection.cursor() as cursor:
+        cursor.execute("""
+            INSERT INTO outbox (event_id, run_id, event_type, payload_json)
+            SELECT 'stats-' || i, 'stats-run-' || (i % 50), 'run.progress', jsonb_build_object('n', i)
+            FROM generate_series(1, 200) AS i
+        """)
+        cursor.execute("ANALYZE outbox")
+        cursor.execute("SELECT attname FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'outbox'")
+        analyzed = {row[0] for row in cursor.fetchall()}
+    assert "payload_json" not in analyzed
+    assert {"run_id", "lane", "event_type", "created_at", "delivered_at"} <= analyzed
