@@ -81,6 +81,28 @@ def test_custom_plan_mark__planned_with_its_values_even_after_a_generic_statemen
     assert_listing_planned_with_its_values()
 
 
+def test_custom_plan_mark__parsed_once_per_connection__planned_with_its_values_on_every_call():
+    """A `custom` block is prepared (parsed once) and run under force_custom_plan, so every call is planned with its
+    values and none with a generic plan; a block after it runs under the configured mode again."""
+    from django.db import connection
+
+    from scheduler.kinds import HeadPriority, Lane
+    from scheduler.outbox import claims
+
+    run_id = factories.launch()
+    for _ in range(7):
+        claims.list_ready_runs(Lane.LEDGER, HeadPriority.ADMISSION_FIRST, 8)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %s",
+                       ["%WITH candidate_runs AS%"])
+        assert cursor.fetchall() == [(0, 7)]
+    assert_listing_planned_with_its_values()
+    db.fetch_one("runs_read_status", {"run_id": run_id, "default_max_active": None})
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('plan_cache_mode')")
+        assert cursor.fetchone()[0] == "auto"
+
+
 def test_custom_plan_mark__a_switch_that_failed_with_its_statement_is_made_again():
     """The switch back travels in one pipeline with the custom block; when the block fails, the switch rolls back
     with it, so the runner must not believe it made: the next custom block switches again."""
