@@ -22,6 +22,7 @@ HAND_WRITTEN = {
     "cleanup obligation insert": re.compile(r"INSERT\s+INTO\s+__schema__\.sandbox_cleanup_jobs_v2\b", re.IGNORECASE),
     "production as the default environment": re.compile(r"'production'"),
     "fact time": re.compile(r"max\(\s*fact\.created_at\s*\)", re.IGNORECASE),
+    "live lease": re.compile(r"lease_owner\s+IS\s+NOT\s+NULL\s+AND\s+\w+\.lease_expires_at\s*>\s*now\(\)", re.IGNORECASE),
 }
 
 

@@ -19,6 +19,10 @@ WHERE fact.event_id = ANY ({event_ids})
   AND (fact.lease_owner IS NULL OR fact.lease_owner = {lease_owner} OR fact.lease_expires_at <= now())
 RETURNING fact.event_id
 
+-- fragment: live_lease(fact)
+-- OBX-3: `fact` is under a live lease, whoever holds it; one anywhere in a run's lane holds the run.
+{fact}.lease_owner IS NOT NULL AND {fact}.lease_expires_at > now()
+
 -- fragment: claimable_prefixes(run_ids, lane)
 -- OBX-3, OBX-5: the two CTEs of a claim under the runs' locks: `ranked` numbers each run's undelivered facts in
 -- causal order; `eligible_runs` keeps the runs whose head is ready and whose lane no other drainer holds.
@@ -26,7 +30,7 @@ ranked AS MATERIALIZED (
     SELECT fact.event_id, fact.run_id, fact.event_type, fact.payload_json, fact.attempt_count, fact.failed_at,
            fact.next_attempt_at, fact.created_at,
            -- OBX-3: a live lease holds the run's lane whoever holds it, this drainer included.
-           fact.lease_owner IS NOT NULL AND fact.lease_expires_at > now() AS held,
+           {{live_lease(fact)}} AS held,
            row_number() OVER (PARTITION BY fact.run_id ORDER BY fact.created_at, fact.event_id) AS position
     FROM __schema__.outbox AS fact
     WHERE fact.run_id = ANY ({run_ids}) AND fact.lane = {lane} AND fact.delivered_at IS NULL
@@ -67,7 +71,7 @@ AND NOT EXISTS (SELECT 1 FROM __schema__.outbox AS older
                 OFFSET 0)
 AND NOT EXISTS (SELECT 1 FROM __schema__.outbox AS active
                 WHERE active.run_id = {fact}.run_id AND active.lane = {fact}.lane AND active.delivered_at IS NULL
-                  AND active.lease_owner IS NOT NULL AND active.lease_expires_at > now()
+                  AND {{live_lease(active)}}
                 OFFSET 0)
 
 -- fragment: ready_listing_heads()
@@ -108,7 +112,7 @@ CROSS JOIN LATERAL (
         WHEN %(lane)s::text = 'ledger' AND bool_or(pending.event_type = 'run.waiting') THEN 2
         ELSE 3
     END AS class,
-    bool_or(pending.lease_owner IS NOT NULL AND pending.lease_expires_at > now()) AS held
+    bool_or({{live_lease(pending)}}) AS held
     FROM __schema__.outbox AS pending
     WHERE pending.run_id = candidate_runs.run_id AND pending.lane = %(lane)s::text AND pending.delivered_at IS NULL
 ) AS kind

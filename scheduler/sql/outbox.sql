@@ -15,7 +15,7 @@ SELECT (SELECT count(*) FROM (
        -- Each condition is one a ready head meets itself (ready_head): a necessary condition, so "none" is exact.
        EXISTS (SELECT 1 FROM __schema__.outbox AS fact
                WHERE {{due_fact(fact)}}
-                 AND NOT (fact.lease_owner IS NOT NULL AND fact.lease_expires_at > now())) AS any_ready;
+                 AND NOT ({{live_lease(fact)}})) AS any_ready;
 
 -- name: outbox_list_ready_runs
 -- Runs whose lane head is ready (not failed, due, no live lease in its lane, its own drainer's included), minus excluded runs, in admission_first order (a run.created head, then a run with a pending terminal, then on the ledger lane one with a pending run.waiting, then the rest; each class by its heads' own age, then run id) or oldest_ready order (head age, then run id); reserves nothing (OBX-2..4, OBX-7). Each of the terminal and wait classes is small enough to list whole (outbox_survey_lane said so); outbox_list_ready_runs_walking serves a larger one.
