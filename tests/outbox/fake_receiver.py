@@ -1,8 +1,9 @@
 """A local run-ledger receiver speaking the seed's receiver protocol, with scripted failures.
 
 It grants or withholds prefix batching, issues dispatch tokens with an `expiresAt`, as a JWT whose lifetime
-is readable, or opaque; accepts the launch's pre-minted executor tokens it is told about; answers 401 once
-when asked; and records every request's path, headers and body.
+is readable, or opaque; accepts a dispatch token for the run it was minted for (or, told so, for any run) and
+the launch's pre-minted executor tokens it is told about; answers 401 once when asked; and records every
+request's path, headers and body.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class FakeReceiver:
         self.in_flight = self.most_in_flight = 0  # events requests being answered now, and at most at once
         self.grant_batching = False
         self.token_style = "expires_at"  # or "jwt" (a readable exp), "opaque" (no lifetime to read)
+        self.token_scope = "run"  # a dispatch token serves the run it was minted for; or "deployment": any run
         self.executor_tokens: set[str] = set()  # pre-minted tokens the events endpoint accepts
         self.unauthorized_once: set[str] = set()  # "token" / "events" / a bearer token: answered 401 once
         self.requests: list[dict] = []  # every request: path, headers (lower-case names), body
@@ -59,6 +61,12 @@ class FakeReceiver:
         if self.grant_batching:
             answer["runLedgerIngressPrefixBatching"] = True
         return answer
+
+    def dispatch_token_accepted(self, bearer: str, run_id) -> bool:
+        """A dispatch token serves the run it was minted for; with token_scope "deployment", any run."""
+        if self.token_scope == "deployment":
+            return bearer.startswith("dispatch-")
+        return bearer == f"dispatch-{run_id}" or bearer.startswith(f"dispatch-{run_id}.")
 
     def event_requests(self) -> list[dict]:
         return [request for request in self.requests if request["path"].endswith("/run-ledger/events")]
@@ -111,7 +119,7 @@ class FakeReceiver:
                     return self._answer(200, fake.dispatch_token(body["runId"]))
                 if self.path.endswith("/run-ledger/events"):
                     bearer = auth.removeprefix("Bearer ")
-                    accepted = bearer in fake.executor_tokens or bearer.startswith(f"dispatch-{body.get('runId')}")
+                    accepted = bearer in fake.executor_tokens or fake.dispatch_token_accepted(bearer, body.get("runId"))
                     if not accepted or self._once("events") or self._once(bearer):
                         return self._answer(401)
                     if fake.hold is not None:

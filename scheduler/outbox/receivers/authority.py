@@ -6,7 +6,8 @@
 - Otherwise a dispatch token is asked for (`POST {receiver}/api/v2/internal/play-runtime/run-ledger-dispatch-token`,
   Bearer coordinatorInternalToken, `{runId, eventId, leaseOwner, schedulerSchema}`) and cached by schema,
   dispatch authority and receiver URL while it has more than the margin left. A token whose lifetime cannot be
-  read (no `expiresAt`, not a JWT) is used once, never cached.
+  read (no `expiresAt`, not a JWT) is used once, never cached. A receiver that refuses a token minted for another
+  run scopes its tokens per run: for the next RUN_SCOPED_FOR_SECONDS its tokens are cached per run as well.
 - Prefix batching (more than one fact per request) only when the dispatch-token answer granted
   `runLedgerIngressPrefixBatching: true` and the receiver's origin is immutable, and never on the ordinary
   receiver of a launch that names a distinct terminal projection origin.
@@ -18,8 +19,10 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime as dt
 import hashlib
+import itertools
 import json
 import threading
 import time
@@ -48,6 +51,7 @@ class Authority:
     prefix_batching: bool
     expires_at: float | None
     cache_key: str | None = None
+    minted_for: str | None = None  # the run a dispatch token was asked for
 
     def reusable(self) -> bool:
         return self.expires_at is not None and self.expires_at > time.time() + TOKEN_REUSE_MARGIN_SECONDS
@@ -67,7 +71,8 @@ def token_expiry(token) -> float | None:
 
 
 class _Cache:
-    """A small thread-safe map whose entries leave when they can no longer be reused."""
+    """A small thread-safe map, bounded: when full, the entries that can no longer be reused leave first, then the
+    least recently used (a dict keeps insertion order, and a read moves its entry to the end)."""
 
     def __init__(self):
         self._entries: dict = {}
@@ -75,14 +80,25 @@ class _Cache:
 
     def get(self, key):
         with self._lock:
-            return self._entries.get(key)
+            value = self._entries.pop(key, None)
+            if value is not None:
+                self._entries[key] = value
+            return value
 
     def put(self, key, value) -> None:
         with self._lock:
+            self._entries.pop(key, None)
             if len(self._entries) >= MAX_CACHED:
-                for stale in [k for k, v in self._entries.items() if not v.reusable()][:MAX_CACHED // 2] or [key]:
-                    self._entries.pop(stale, None)
+                self._shrink()
             self._entries[key] = value
+
+    def _shrink(self) -> None:
+        """Down to three quarters of the bound, so the next puts are cheap again (a token per run fills it fast)."""
+        for stale in [key for key, value in self._entries.items() if not value.reusable()]:
+            del self._entries[stale]
+        excess = len(self._entries) - MAX_CACHED * 3 // 4
+        for oldest in list(itertools.islice(self._entries, max(excess, 0))):
+            del self._entries[oldest]
 
     def drop(self, key) -> None:
         with self._lock:
@@ -92,10 +108,18 @@ class _Cache:
         with self._lock:
             self._entries.clear()
 
+    def __len__(self) -> int:
+        return len(self._entries)
+
 
 DISPATCH_TOKENS = _Cache()   # (schema, dispatch authority, receiver URL) -> Authority
 RUN_AUTHORITIES = _Cache()   # (schema, run, lease owner) -> Authority
 _REFUSED_EXECUTOR_TOKENS: set[str] = set()  # hashes of pre-minted tokens a receiver answered 401 to
+# A receiver (by its dispatch-token cache key) that refused a dispatch token minted for another run scopes its tokens
+# per run: until the time kept here, its tokens are cached per run too, so a run's first request does not offer
+# another run's token only to be refused (a 401, a mint and a retry every run). Then it is offered a shared one again.
+RUN_SCOPED_FOR_SECONDS = 600.0
+_RUN_SCOPED_RECEIVERS: dict[str, float] = {}
 
 
 def _digest(value: str) -> str:
@@ -155,9 +179,19 @@ def batching_granted(answer: dict, receiver_url: str) -> bool:
     return answer.get("runLedgerIngressPrefixBatching") is True and is_immutable_origin(receiver_url)
 
 
+def _run_scoped(receiver_key: str) -> bool:
+    until = _RUN_SCOPED_RECEIVERS.get(receiver_key)
+    if until is not None and until <= time.monotonic():
+        _RUN_SCOPED_RECEIVERS.pop(receiver_key, None)
+        return False
+    return until is not None
+
+
 def _dispatch_token(prefix: Prefix, base_url: str, *, fresh: bool) -> Authority:
     launch = prefix.dispatch_launch or {}
     key = token_cache_key(scheduler_settings.schema, launch, base_url)
+    if _run_scoped(key):
+        key = _digest(json.dumps([key, prefix.run_id]))
     cached = None if fresh else DISPATCH_TOKENS.get(key)
     if cached is not None and cached.reusable():
         return cached
@@ -171,7 +205,8 @@ def _dispatch_token(prefix: Prefix, base_url: str, *, fresh: bool) -> Authority:
     if not 200 <= status < 300 or not isinstance(body, dict) or not isinstance(body.get("token"), str):
         raise DeliveryError(f"dispatch token request answered {status}")
     token = body["token"]
-    authority = Authority(base_url, token, False, batching_granted(body, base_url), _expiry(body, token), key)
+    authority = Authority(base_url, token, False, batching_granted(body, base_url), _expiry(body, token), key,
+                          prefix.run_id)
     if authority.reusable():
         DISPATCH_TOKENS.put(key, authority)
     else:
@@ -192,8 +227,7 @@ def resolve(prefix: Prefix, base_url: str, *, terminal_projection: bool, termina
     if authority.prefix_batching and distinct_terminal_origin(launch, base_url):
         # A mutable source can seal array pages after the claim: never widen a nonterminal receipt into a
         # terminal on an older receiver; the next claim sees the terminal and picks its immutable owner.
-        authority = Authority(authority.base_url, authority.token, authority.pre_minted, False,
-                              authority.expires_at, authority.cache_key)
+        authority = dataclasses.replace(authority, prefix_batching=False)
     if cached is not None and cached.base_url != authority.base_url and authority.base_url != terminal_origin:
         raise DeliveryError(ORIGIN_CHANGED)
     RUN_AUTHORITIES.put(run_key, authority)
@@ -208,4 +242,9 @@ def refused(prefix: Prefix, authority: Authority) -> None:
         _REFUSED_EXECUTOR_TOKENS.add(_digest(authority.token))
     if authority.cache_key:
         DISPATCH_TOKENS.drop(authority.cache_key)
+    if authority.minted_for not in (None, prefix.run_id):
+        if len(_RUN_SCOPED_RECEIVERS) >= MAX_CACHED:
+            _RUN_SCOPED_RECEIVERS.clear()
+        receiver_key = token_cache_key(scheduler_settings.schema, prefix.dispatch_launch or {}, authority.base_url)
+        _RUN_SCOPED_RECEIVERS[receiver_key] = time.monotonic() + RUN_SCOPED_FOR_SECONDS
     RUN_AUTHORITIES.drop((scheduler_settings.schema, prefix.run_id, prefix.lease_owner))
