@@ -111,9 +111,11 @@ def _read_and_deliver(run_ids: list[str], lane: Lane, lease_owner: str, lease_se
     rest = [prefix for run_id, prefix in read.items() if run_id not in delivered]
     if not rest:
         return {}
+    # The intents were read with the prefixes, under the same locks: the leased facts' runs are read no second time.
     leased = group(db.fetch_all("outbox_lease_facts", {
         "event_ids": [fact_id for prefix in rest for fact_id in prefix.fact_ids], "lease_owner": lease_owner,
-        "lease_seconds": lease_seconds}), locked, leased=True)
+        "lease_seconds": lease_seconds}), locked, leased=True,
+        intent=lambda ids: {run_id: read[run_id].array_input_started for run_id in ids if run_id in read})
     for prefix in rest:
         if prefix.run_id in leased and leased[prefix.run_id].fact_ids == prefix.fact_ids:
             leased[prefix.run_id].route = prefix.route  # the same facts under the same lock: routed once

@@ -126,6 +126,20 @@ def test_staged_array_refusal__settled_through_the_failure_policy_not_stranded()
     assert routing.STAGED_REFUSAL in error and owner is None and attempts == 1
 
 
+@pytest.mark.requirement("SCH-3")
+def test_a_claim_reads_a_terminal_runs_array_input_intent_once__its_leased_prefix_keeps_what_was_read(monkeypatch):
+    backlog_run("run-intent", kinds=["run.progress", "run.completed"], array_input_started=True,
+                launch={"runtimeApiBaseUrl": IMMUTABLE})
+    real, statements = claims.db.fetch_all, []
+    monkeypatch.setattr(claims.db, "fetch_all",
+                        lambda name, *args, **kwargs: statements.append(name) or real(name, *args, **kwargs))
+    leased = claims.claim(["run-intent"], "ledger", "owner", lease_seconds=30.0, max_runs=1,
+                          deliver_here=lambda read: [])
+    assert [prefix.array_input_started for prefix in leased] == [True]
+    assert statements == ["outbox_lock_runs", "outbox_read_prefixes", "runs_read_array_input_intents",
+                          "outbox_lease_facts"]
+
+
 def test_token_cache__keyed_by_schema_authority_and_receiver():
     launch = {"coordinatorInternalToken": "c", "runtimeApiBaseUrl": "https://a", "executorToken": "ignored"}
     key = authority.token_cache_key("s", launch, "https://a")
