@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import time
 import urllib.parse
 import uuid
@@ -35,6 +36,9 @@ from scheduler.providers.daytona_states import StartProgress
 RUNNER_SESSION = "scheduler-runner"
 # The start's wait for `started`: first look at once, then back off to at most this many seconds a look.
 MAX_POLL_SECONDS = 2.0
+# The organizations named by answers a process remembers (seen_domain): one per sandbox answered, and a dispatcher
+# answered about every sandbox it starts, so the oldest leave past this many.
+SEEN_DOMAINS_KEPT = 10_000
 
 
 class _Response:
@@ -57,6 +61,7 @@ class DaytonaProvider(SandboxProvider):
         self._api_keys = dict(api_keys)
         # Sandbox id -> the organization the last answer about it named (seen_domain pops it).
         self._seen_domains: dict[str, str] = {}
+        self._seen_lock = threading.Lock()  # start and cleanup threads share this provider
         self.timeout = httpx.Timeout(timeout, connect=min(5.0, timeout))
         self.snapshot = snapshot
         self.dockerfile = dockerfile
@@ -95,11 +100,19 @@ class DaytonaProvider(SandboxProvider):
             raise ProviderError(f"Daytona {what} answered {response.status} without a sandbox: check "
                                 "SCHEDULER_DAYTONA_API_URL", permanent=True, cause=ProviderCause.MALFORMED_ANSWER)
         if isinstance(response.body.get("organizationId"), str) and response.body["organizationId"]:
-            self._seen_domains[str(response.body["id"])] = response.body["organizationId"]
+            self._remember_domain(str(response.body["id"]), response.body["organizationId"])
         return response.body
 
+    def _remember_domain(self, sandbox_id: str, organization: str) -> None:
+        with self._seen_lock:
+            self._seen_domains.pop(sandbox_id, None)  # the latest answer goes last: the oldest leave first
+            if len(self._seen_domains) >= SEEN_DOMAINS_KEPT:
+                del self._seen_domains[next(iter(self._seen_domains))]
+            self._seen_domains[sandbox_id] = organization
+
     def seen_domain(self, ref: SandboxRef) -> str | None:
-        return self._seen_domains.pop(ref.sandbox_id, None)
+        with self._seen_lock:
+            return self._seen_domains.pop(ref.sandbox_id, None)
 
     def _raise_for(self, response: _Response, what: str) -> None:
         if response.status in (401, 403):

@@ -168,3 +168,20 @@ def test_every_threads_client_shares_one_tls_context():
     for thread in threads:
         thread.join()
     assert len(contexts) == 3 and len({id(context) for context in contexts}) == 1
+
+
+def test_the_organizations_answers_named_are_remembered_boundedly__the_latest_kept(daytona, monkeypatch):
+    """A dispatcher is answered about every sandbox it starts and never asks seen_domain: without a bound its
+    memory grew by every sandbox it ever started."""
+    from scheduler.providers import daytona as module
+
+    monkeypatch.setattr(module, "SEEN_DOMAINS_KEPT", 3)
+    fake, provider = daytona
+    for index in range(5):
+        fake.add(f"sb-{index}", "org-a")
+        assert provider.inspect(ref(f"sb-{index}")) is Inspection.RUNNING
+    assert provider.inspect(ref("sb-2")) is Inspection.RUNNING  # answered again: the most recent now
+    fake.add("sb-5", "org-a")
+    assert provider.inspect(ref("sb-5")) is Inspection.RUNNING
+    assert [provider.seen_domain(ref(f"sb-{index}")) for index in range(6)] == [
+        None, None, "org-a", None, "org-a", "org-a"]
