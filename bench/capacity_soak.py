@@ -48,7 +48,18 @@ def measure_step(load, stack, pgdata: Path, rate: float, seconds: float, fakes: 
     return {"offered": rate, "completed": completed, "lag_s": seen["lag_s"], "statement_ms": statements / done,
             "commits": (commits_after - commits) / done, "wal_kb": (wal_after - wal) / done / 1024,
             "top": [(calls, total / done, text) for calls, total, text in top], "cpu_ms": cpu_ms,
+            "memory_mb": {kind: resident_mb(process.pid) for kind, process in stack.processes.items()},
             "sustained": completed >= 0.95 * rate and seen["lag_s"] <= 1.0}
+
+
+def resident_mb(pid: int) -> float:
+    """A worker's resident memory in MB (0 once it is gone): over the steps of one stack, a cache that grows with
+    every run shows."""
+    try:
+        pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+    except OSError:
+        return 0.0
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def find_max(load, stack, pgdata: Path, seconds: float, fakes: dict[str, int]) -> tuple[dict | None, list[dict]]:
@@ -60,6 +71,8 @@ def find_max(load, stack, pgdata: Path, seconds: float, fakes: dict[str, int]) -
         print(f"  offered {rate:6.1f}/s: completed {step['completed']:6.1f}/s, lag p99 {step['lag_s'] * 1000:6.0f} ms; "
               f"a run: PostgreSQL CPU {step['cpu_ms']['postgres']:.2f} ms, statements {step['statement_ms']:.2f} ms, "
               f"{step['commits']:.1f} commits, {step['wal_kb']:.1f} KB of WAL", flush=True)
+        print("    workers' resident memory: " + ", ".join(f"{kind} {mb:.0f} MB" for kind, mb in step["memory_mb"].items()),
+              flush=True)
         if not step["sustained"]:
             break
         best, rate = step, rate * GROWTH
