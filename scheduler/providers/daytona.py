@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 import time
 import urllib.parse
 import uuid
@@ -27,6 +26,7 @@ from typing import Any
 import httpx
 
 from scheduler import outbound
+from scheduler.bounded_map import BoundedMap
 from scheduler.kinds import Provider
 from scheduler.providers import daytona_states, runner_bundle
 from scheduler.providers.base import (DeleteOutcome, Inspection, ProviderCause, ProviderError, ReadBack,
@@ -60,8 +60,7 @@ class DaytonaProvider(SandboxProvider):
         self.api_url = api_url.rstrip("/")
         self._api_keys = dict(api_keys)
         # Sandbox id -> the organization the last answer about it named (seen_domain pops it).
-        self._seen_domains: dict[str, str] = {}
-        self._seen_lock = threading.Lock()  # start and cleanup threads share this provider
+        self._seen_domains = BoundedMap(SEEN_DOMAINS_KEPT)
         self.timeout = httpx.Timeout(timeout, connect=min(5.0, timeout))
         self.snapshot = snapshot
         self.dockerfile = dockerfile
@@ -100,19 +99,11 @@ class DaytonaProvider(SandboxProvider):
             raise ProviderError(f"Daytona {what} answered {response.status} without a sandbox: check "
                                 "SCHEDULER_DAYTONA_API_URL", permanent=True, cause=ProviderCause.MALFORMED_ANSWER)
         if isinstance(response.body.get("organizationId"), str) and response.body["organizationId"]:
-            self._remember_domain(str(response.body["id"]), response.body["organizationId"])
+            self._seen_domains.put(str(response.body["id"]), response.body["organizationId"])
         return response.body
 
-    def _remember_domain(self, sandbox_id: str, organization: str) -> None:
-        with self._seen_lock:
-            self._seen_domains.pop(sandbox_id, None)  # the latest answer goes last: the oldest leave first
-            if len(self._seen_domains) >= SEEN_DOMAINS_KEPT:
-                del self._seen_domains[next(iter(self._seen_domains))]
-            self._seen_domains[sandbox_id] = organization
-
     def seen_domain(self, ref: SandboxRef) -> str | None:
-        with self._seen_lock:
-            return self._seen_domains.pop(ref.sandbox_id, None)
+        return self._seen_domains.pop(ref.sandbox_id)
 
     def _raise_for(self, response: _Response, what: str) -> None:
         if response.status in (401, 403):

@@ -176,7 +176,8 @@ def test_the_organizations_answers_named_are_remembered_boundedly__the_latest_ke
     from scheduler.providers import daytona as module
 
     monkeypatch.setattr(module, "SEEN_DOMAINS_KEPT", 3)
-    fake, provider = daytona
+    fake, _ = daytona
+    provider = DaytonaProvider(fake.url, {"org-a": "key-a"}, timeout=5)  # built under the smaller bound
     for index in range(5):
         fake.add(f"sb-{index}", "org-a")
         assert provider.inspect(ref(f"sb-{index}")) is Inspection.RUNNING

@@ -22,15 +22,14 @@ import base64
 import dataclasses
 import datetime as dt
 import hashlib
-import itertools
 import json
-import threading
 import time
 from dataclasses import dataclass
 
 import httpx
 
 from scheduler import messages, outbound
+from scheduler.bounded_map import BoundedMap
 from scheduler.conf import scheduler_settings
 from scheduler.outbox.facts import Prefix
 from scheduler.outbox.routing import DeliveryError, distinct_terminal_origin, is_immutable_origin, ordinary_receiver
@@ -70,46 +69,11 @@ def token_expiry(token) -> float | None:
     return float(exp) if isinstance(exp, (int, float)) and not isinstance(exp, bool) else None
 
 
-class _Cache:
-    """A small thread-safe map, bounded: when full, the entries that can no longer be reused leave first, then the
-    least recently used (a dict keeps insertion order, and a read moves its entry to the end)."""
+class _Cache(BoundedMap):
+    """A token cache: bounded, and a token that can no longer be reused is the first to leave."""
 
     def __init__(self):
-        self._entries: dict = {}
-        self._lock = threading.Lock()
-
-    def get(self, key):
-        with self._lock:
-            value = self._entries.pop(key, None)
-            if value is not None:
-                self._entries[key] = value
-            return value
-
-    def put(self, key, value) -> None:
-        with self._lock:
-            self._entries.pop(key, None)
-            if len(self._entries) >= MAX_CACHED:
-                self._shrink()
-            self._entries[key] = value
-
-    def _shrink(self) -> None:
-        """Down to three quarters of the bound, so the next puts are cheap again (a token per run fills it fast)."""
-        for stale in [key for key, value in self._entries.items() if not value.reusable()]:
-            del self._entries[stale]
-        excess = len(self._entries) - MAX_CACHED * 3 // 4
-        for oldest in list(itertools.islice(self._entries, max(excess, 0))):
-            del self._entries[oldest]
-
-    def drop(self, key) -> None:
-        with self._lock:
-            self._entries.pop(key, None)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
-    def __len__(self) -> int:
-        return len(self._entries)
+        super().__init__(MAX_CACHED, spent=lambda authority: not authority.reusable())
 
 
 DISPATCH_TOKENS = _Cache()   # (schema, dispatch authority, receiver URL) -> Authority
@@ -210,7 +174,7 @@ def _dispatch_token(prefix: Prefix, base_url: str, *, fresh: bool) -> Authority:
     if authority.reusable():
         DISPATCH_TOKENS.put(key, authority)
     else:
-        DISPATCH_TOKENS.drop(key)
+        DISPATCH_TOKENS.pop(key)
     return authority
 
 
@@ -241,10 +205,10 @@ def refused(prefix: Prefix, authority: Authority) -> None:
             _REFUSED_EXECUTOR_TOKENS.clear()
         _REFUSED_EXECUTOR_TOKENS.add(_digest(authority.token))
     if authority.cache_key:
-        DISPATCH_TOKENS.drop(authority.cache_key)
+        DISPATCH_TOKENS.pop(authority.cache_key)
     if authority.minted_for not in (None, prefix.run_id):
         if len(_RUN_SCOPED_RECEIVERS) >= MAX_CACHED:
             _RUN_SCOPED_RECEIVERS.clear()
         receiver_key = token_cache_key(scheduler_settings.schema, prefix.dispatch_launch or {}, authority.base_url)
         _RUN_SCOPED_RECEIVERS[receiver_key] = time.monotonic() + RUN_SCOPED_FOR_SECONDS
-    RUN_AUTHORITIES.drop((scheduler_settings.schema, prefix.run_id, prefix.lease_owner))
+    RUN_AUTHORITIES.pop((scheduler_settings.schema, prefix.run_id, prefix.lease_owner))
