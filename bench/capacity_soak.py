@@ -150,7 +150,7 @@ def main(args) -> None:
         stack.stop()
         kept = capacity_checks.promises(receiver.seen(), daytona.seen())
     finally:
-        server.stop()
+        server.discard()
     report(args, best, steps, latency, held, minutes, rates, events, finished, kept)
 
 

@@ -72,7 +72,7 @@ def private_server():
             conn.execute("ALTER SYSTEM SET pg_stat_statements.track_planning = on")
         server.restart("fast")
     except BaseException:
-        server.stop()  # a server nobody will use must not outlive the bench
+        server.discard()  # a server nobody will use must not outlive the bench
         raise
     return server
 
@@ -267,7 +267,7 @@ def main():
     finally:
         receiver.close()
         if server is not None:
-            server.stop()
+            server.discard()
     rows = [("measure", "value", "reference", "ratio", "target"), ("external ledger on loopback (the production path)", "", "", "", "")]
     rows += phase_rows(prepared, runs)
     wal_kb, statement_ms = whole(prepared, 1, runs) / 1024, whole(prepared, 2, runs)
