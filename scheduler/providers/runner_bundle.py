@@ -11,9 +11,12 @@ The package's `scheduler/__init__.py` is empty there: the host's package __init_
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
+import os
 import shlex
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -79,7 +82,15 @@ def unpacked_runner() -> str:
     for name, text in sources().items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text, encoding="utf-8")
+    atexit.register(_remove_if_made_here, root, os.getpid())
     return str(root)
+
+
+def _remove_if_made_here(root: Path, maker: int) -> None:
+    """At exit, by the process that made it: each start of a dispatcher process left one behind. A forked child
+    (a gunicorn worker of a preloading master) leaves its parent's to the parent."""
+    if os.getpid() == maker:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def modal_shell_command(python: str, runner_root: str) -> str:

@@ -9,6 +9,7 @@ import inspect
 from pathlib import Path
 import os
 import subprocess
+import sys
 import types
 
 import modal
@@ -211,3 +212,24 @@ def test_the_runner_image_is_defined_once_per_provider_not_once_per_start(monkey
     start(provider, run_id="run-1")
     start(provider, run_id="run-2")
     assert len(added) == 1 and fake.created[0]["image"] is fake.created[1]["image"]
+
+
+UNPACK_AND_FORK = """
+import os, sys
+from scheduler.providers import runner_bundle
+root = runner_bundle.unpacked_runner()
+child = os.fork()
+if child == 0:
+    sys.exit(0)  # a forked child's normal exit runs the inherited exit handlers
+os.waitpid(child, 0)
+print(root, os.path.isfile(os.path.join(root, "scheduler/sandbox/runner.py")))
+"""
+
+
+def test_unpacked_runner__removed_when_the_process_that_made_it_exits__not_when_a_forked_child_does():
+    """The directory Modal's image adds is this process's: each start of a dispatcher left one in /tmp before."""
+    done = subprocess.run([sys.executable, "-c", UNPACK_AND_FORK], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[2], check=True)
+    root, kept_after_child = done.stdout.split()
+    assert kept_after_child == "True"
+    assert not Path(root).exists()
