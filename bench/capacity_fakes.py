@@ -31,9 +31,11 @@ def _serve_fake(kind: str, pipe) -> None:
     pipe.recv()
     if kind == "daytona":
         # A delete Daytona accepted keeps the state and sets desiredState "destroyed" (PRV-4).
-        pipe.send({sandbox_id: ("destroyed" if sandbox["desiredState"] == "destroyed" else sandbox["state"],
-                                (sandbox.get("labels") or {}).get("runId"))
-                   for sandbox_id, sandbox in fake.sandboxes.items()})
+        seen = {sandbox_id: ("destroyed" if sandbox["desiredState"] == "destroyed" else sandbox["state"],
+                             (sandbox.get("labels") or {}).get("runId"))
+                for sandbox_id, sandbox in fake.sandboxes.items()}
+        fake.__exit__(None, None, None)  # before answering, which ends this process: its toolbox's /tmp directory
+        pipe.send(seen)
     else:
         pipe.send(fake.sightings)
 
