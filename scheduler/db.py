@@ -79,12 +79,15 @@ def _plan(name: str, behind_pooler: bool) -> tuple[bool, str | None]:
     run under force_custom_plan: parsed once per connection, where an unprepared statement is parsed and analyzed on
     every call too (the drainers' listing spent 0.79 ms of server CPU a call unprepared, 0.58 prepared). Behind a
     transaction pooler a mode of its own would cost the block a transaction of its own, so it is sent unprepared
-    there, which plans it with its values unless the mode forces generic plans.
+    there, which plans it with its values unless the mode forces generic plans. An `any` block runs in whatever
+    mode its connection is in: its plan is the same either way, and a switch is a statement of its own.
     """
     if not scheduler_settings.prepare_statements:
         return False, None
     configured = scheduler_settings.plan_cache_mode
     mark = sql.plan_mark(name)
+    if mark == "any":
+        return True, None
     if mark == "custom":
         if not behind_pooler:
             return True, "force_custom_plan"

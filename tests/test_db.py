@@ -103,6 +103,32 @@ def test_custom_plan_mark__parsed_once_per_connection__planned_with_its_values_o
         assert cursor.fetchone()[0] == "auto"
 
 
+def test_any_plan_mark__runs_in_the_mode_its_connection_is_in__without_a_switch():
+    """Issue 47: a dispatcher arms its wake signal between generic claims and a drainer between custom listings; the
+    arm (`plan: any`, an upsert by primary key) switched the session to the configured mode and the next claim or
+    listing switched it back, a set_config each way. It is prepared, and leaves the mode as it found it."""
+    from django.db import connection
+
+    from scheduler.kinds import Lane
+    from scheduler.runs import lifecycle
+
+    def mode():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('plan_cache_mode')")
+            return cursor.fetchone()[0]
+
+    factories.launch()
+    lifecycle.claim_queued_runs(1)  # runs_claim_queued_free: plan: generic
+    db.execute("wake_signals_arm", {"channel": "run_queued"})
+    assert mode() == "force_generic_plan"
+    db.fetch_one("outbox_survey_lane", {"lane": Lane.LEDGER, "bound": 256, "admission_first": True})  # custom
+    db.execute("wake_signals_arm", {"channel": "outbox_wake"})
+    assert mode() == "force_custom_plan"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s", ["%wake_signals AS wake%"])
+        assert cursor.fetchone()[0] == 1
+
+
 def test_custom_plan_mark__a_switch_that_failed_with_its_statement_is_made_again():
     """The switch back travels in one pipeline with the custom block; when the block fails, the switch rolls back
     with it, so the runner must not believe it made: the next custom block switches again."""

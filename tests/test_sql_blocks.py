@@ -65,3 +65,4 @@ def test_plan_markers__parsed():
     assert {"outbox_list_ready_runs", "runs_list_liveness_work_historical"} <= custom
     assert marks["runs_list_liveness_work"] == "generic"  # an index probe whatever its parameters
     assert marks["attempts_settle"] == marks["runs_claim_queued"] == "generic"
+    assert marks["wake_signals_arm"] == "any"

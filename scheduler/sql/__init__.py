@@ -13,8 +13,11 @@ stands for the configured scheduler schema and is replaced once at load
 time (the name is validated as a plain identifier at start-up). A line
 `-- plan: generic` marks a prepared statement that always runs its generic
 plan: PostgreSQL's automatic choice would re-plan it on every call although
-one plan fits every parameter (the array-driven settlement is one). Parameters
-are named psycopg placeholders, `%(run_id)s`, with explicit casts.
+one plan fits every parameter (the array-driven settlement is one). A line
+`-- plan: any` marks a prepared statement whose plan is the same however it is
+planned (an upsert by primary key): it runs in whatever mode its connection is
+in, since switching the mode for it costs more than any plan could save.
+Parameters are named psycopg placeholders, `%(run_id)s`, with explicit casts.
 
 `fragments.sql` (and `fragments_<domain>.sql`) hold SQL that several blocks must spell exactly alike (the
 "newer attempt" fence, the control keys, the release locks): a block writes
@@ -133,7 +136,7 @@ def expand_fragments(text: str, fragments: dict[str, tuple[tuple[str, ...], str]
     return "".join(out) + text[position:]
 
 
-_PLAN_MARK = re.compile(r"^\s*--\s*plan:\s*(custom|generic)\s*$", re.MULTILINE)
+_PLAN_MARK = re.compile(r"^\s*--\s*plan:\s*(custom|generic|any)\s*$", re.MULTILINE)
 
 
 @functools.cache
@@ -164,7 +167,7 @@ def raw_blocks() -> dict[str, str]:
 
 
 def plan_mark(name: str) -> str | None:
-    """`custom`, `generic`, or None for a block PostgreSQL plans as it chooses."""
+    """`custom`, `generic`, `any`, or None for a block PostgreSQL plans as the configured mode says."""
     return _load()[1].get(name)
 
 

@@ -207,6 +207,8 @@ RETURNING fact.event_id;
 
 -- name: wake_signals_arm
 -- A listener going idle asks for a NOTIFY on its channel's next event (the wake triggers disarm it as they notify).
+-- plan: any
+-- (A dispatcher arms between generic claims, a drainer between custom listings: a mode switch each way cost more.)
 INSERT INTO __schema__.wake_signals AS wake (channel, armed, armed_at)
 VALUES (%(channel)s::text, true, now())
 ON CONFLICT (channel) DO UPDATE SET armed = true, armed_at = now()
