@@ -23,6 +23,7 @@ import time
 
 import harness
 import statement_names
+from cost_wal import index_entries, wal_by_kind, wal_by_table, wal_position
 
 RUNS = 300
 ORG = "org-cost"
@@ -131,53 +132,6 @@ def measured_runs(fake, runs: int, first: int, receiver: dict, run_ids: list | N
     return {phase: [value - floor for value, floor in zip(totals[phase], empty)] for phase in PHASES}
 
 
-def wal_position() -> int:
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint")
-        return int(cursor.fetchone()[0])
-
-
-def wal_by_table(start: int, end: int, runs: int) -> list[tuple]:
-    """Issue 47: the WAL between two positions, per table (its indexes, TOAST and own records counted with it), in
-    KB per run, read back with pg_walinspect: each block a record touched is charged its data and full-page image;
-    what a record carries beside its blocks (headers, commit records) is its own row. Everything written meanwhile
-    counts (autovacuum, checkpoints), as in the whole-run figure."""
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
-        cursor.execute(
-            """
-            WITH block AS (
-                SELECT info.start_lsn, info.reltablespace, info.relfilenode,
-                       info.block_data_length + info.block_fpi_length AS bytes, info.block_fpi_length AS fpi
-                FROM pg_get_wal_block_info(%(start)s::pg_lsn, %(end)s::pg_lsn, false) AS info
-            ), named AS (
-                SELECT coalesce(owner.relname, relation.relname, 'relfilenode ' || block.relfilenode) AS name,
-                       block.bytes, block.fpi
-                FROM block
-                LEFT JOIN pg_class AS relation
-                  ON relation.oid = pg_filenode_relation(block.reltablespace, block.relfilenode)
-                LEFT JOIN pg_index AS index ON index.indexrelid = relation.oid
-                LEFT JOIN pg_class AS toast_owner ON toast_owner.reltoastrelid = relation.oid
-                LEFT JOIN pg_class AS owner ON owner.oid = coalesce(index.indrelid, toast_owner.oid)
-            ), records AS (
-                SELECT sum(record.record_length) AS bytes
-                FROM pg_get_wal_records_info(%(start)s::pg_lsn, %(end)s::pg_lsn) AS record
-            )
-            SELECT name, sum(bytes)::bigint, sum(fpi)::bigint FROM named GROUP BY name
-            UNION ALL
-            SELECT '(record headers, commits and other data)',
-                   (SELECT bytes FROM records) - (SELECT coalesce(sum(bytes), 0) FROM named), 0
-            ORDER BY 2 DESC
-            """, {"start": f"{start // 2**32:X}/{start % 2**32:X}", "end": f"{end // 2**32:X}/{end % 2**32:X}"})
-        rows = cursor.fetchall()
-    return [(name, f"{total / runs / 1024:.2f}", f"{fpi / runs / 1024:.2f}") for name, total, fpi in rows
-            if total / runs >= 10]
-
-
 def top_statements(limit: int = 10) -> list[tuple]:
     """The named blocks (or other statements) that took the most server time, for the table's foot."""
     from django.db import connection
@@ -258,7 +212,9 @@ def main():
                 cursor.execute("SELECT pg_stat_statements_reset()")  # the foot's table: the external path's
             wal_start = wal_position()
             prepared = measured_runs(fake, runs, runs, external, run_ids)
-            by_table = wal_by_table(wal_start, wal_position(), runs)
+            wal_end = wal_position()
+            by_table, by_kind = wal_by_table(wal_start, wal_end, runs), wal_by_kind(wal_start, wal_end, runs)
+            entries = index_entries(wal_start, wal_end, runs)
             top, kept = top_statements(20), kept_rows(run_ids)
             settings.SCHEDULER_PREPARE_STATEMENTS = False
             connections.close_all()
@@ -289,6 +245,11 @@ def main():
                            for name, calls, total, planning in top])
     harness.print_table("the WAL of the external path's runs, table by table (its indexes and TOAST with it)",
                         [("table", "KB a run", "of which full-page images")] + by_table)
+    harness.print_table("the WAL of the external path's runs, kind by kind of record (a kind's KB include its headers)",
+                        [("record", "records a run", "KB a run", "what writes it")] + by_kind)
+    harness.print_table("the index entries of the external path's runs, index by index",
+                        [("index", "entries a run", "its predicate (a row version enters a partial index it matches)")]
+                        + entries)
     harness.print_table("the rows a finished run keeps (external path) and why each is required",
                         [("table", "rows a run", "average size", "why")] + kept)
     harness.report(f"the database cost of one run ({runs} runs each way)", rows, args.check)
