@@ -29,6 +29,11 @@ KINDS = {
 }
 
 
+# PostgreSQL's system catalogs, their TOAST tables and indexes have the OIDs below this one; the project's
+# tables' TOAST tables live in pg_toast too, so the namespace cannot tell them apart.
+FIRST_NORMAL_OID = 16384
+
+
 def _lsn(position: int) -> str:
     return f"{position // 2**32:X}/{position % 2**32:X}"
 
@@ -94,7 +99,7 @@ def wal_by_kind(start: int, end: int, runs: int) -> list[tuple]:
                 SELECT DISTINCT block.start_lsn
                 FROM pg_get_wal_block_info(%(start)s::pg_lsn, %(end)s::pg_lsn, false) AS block
                 JOIN pg_class AS relation ON relation.oid = pg_filenode_relation(block.reltablespace, block.relfilenode)
-                WHERE relation.relnamespace = 'pg_catalog'::regnamespace
+                WHERE relation.oid < %(first_normal)s::oid
             )
             SELECT CASE WHEN catalog_record.start_lsn IS NULL THEN '' ELSE 'catalog: ' END
                    || record.resource_manager || '/' || record.record_type,
@@ -102,7 +107,7 @@ def wal_by_kind(start: int, end: int, runs: int) -> list[tuple]:
             FROM pg_get_wal_records_info(%(start)s::pg_lsn, %(end)s::pg_lsn) AS record
             LEFT JOIN catalog_record ON catalog_record.start_lsn = record.start_lsn
             GROUP BY 1 ORDER BY 3 DESC
-            """, {"start": _lsn(start), "end": _lsn(end)})
+            """, {"start": _lsn(start), "end": _lsn(end), "first_normal": FIRST_NORMAL_OID})
         rows = cursor.fetchall()
     return [(kind, f"{count / runs:.1f}", f"{total / runs / 1024:.2f}",
              "a system catalog's row (statistics, a table's counters)" if kind.startswith("catalog: ") else KINDS.get(kind, ""))
@@ -123,8 +128,8 @@ def index_entries(start: int, end: int, runs: int) -> list[tuple]:
             LEFT JOIN pg_class AS index ON index.oid = pg_filenode_relation(block.reltablespace, block.relfilenode)
             LEFT JOIN pg_index AS entry ON entry.indexrelid = index.oid
             WHERE block.resource_manager = 'Btree' AND block.record_type = 'INSERT_LEAF'
-              AND index.relnamespace NOT IN ('pg_catalog'::regnamespace, 'pg_toast'::regnamespace)
+              AND index.oid >= %(first_normal)s::oid
             GROUP BY 1, 3 ORDER BY 2 DESC
-            """, {"start": _lsn(start), "end": _lsn(end)})
+            """, {"start": _lsn(start), "end": _lsn(end), "first_normal": FIRST_NORMAL_OID})
         rows = cursor.fetchall()
     return [(name, f"{count / runs:.1f}", predicate[:90]) for name, count, predicate in rows if count / runs >= 0.1]
