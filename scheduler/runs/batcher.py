@@ -22,6 +22,7 @@ from concurrent.futures import Future
 from django.db import connections
 
 from scheduler import db
+from scheduler.faults import describe
 
 logger = logging.getLogger(__name__)
 
@@ -133,10 +134,12 @@ class StatementBatcher:
             answers = self.run_batch([item for item, _ in batch])
             self._proven_at = time.monotonic()
             self.statements += 1
-        except Exception:  # noqa: BLE001 - one bad item must not fail its neighbours
+        except Exception as error:  # noqa: BLE001 - one bad item must not fail its neighbours
             self._proven_at = float("-inf")
-            logger.warning("%s: a batch of %d items failed; running them one by one", self.name, len(batch),
-                           exc_info=True)
+            # One line, as a worker's failed tick: a database restart fails every batch in flight, and each
+            # caller gets its own item's error (with its traceback, where it is logged) from the run alone.
+            logger.warning("%s: a batch of %d items failed (%s); running them one by one", self.name, len(batch),
+                           describe(error))
             connections["default"].close_if_unusable_or_obsolete()
             self._run_alone(batch)
             return

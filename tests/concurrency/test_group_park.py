@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import psycopg
 import pytest
 
@@ -59,15 +61,21 @@ def test_parks_queued_together_share_one_statement_and_each_is_fenced_on_its_own
     assert wrong_lease.run_id not in facts and superseded.run_id not in facts
 
 
-def test_a_failing_park__its_neighbours_still_park_and_only_its_caller_sees_the_error(parker):
+def test_a_failing_park__its_neighbours_still_park_and_only_its_caller_sees_the_error(parker, caplog):
     good = claimed()
     bad = lifecycle.Park("run-with-an-impossible-attempt", 2**40, "lease", {"provider": "local", "sandboxId": "x"},
                          30_000, 1_700_000_000_000)
-    first, failing = park_behind_a_held_run(parker, [park_item(good), bad])
-    assert first.get() is True
-    with pytest.raises(psycopg.errors.NumericValueOutOfRange):
-        failing.get()
+    with caplog.at_level(logging.WARNING, logger="scheduler.runs.batcher"):
+        first, failing = park_behind_a_held_run(parker, [park_item(good), bad])
+        assert first.get() is True
+        with pytest.raises(psycopg.errors.NumericValueOutOfRange):
+            failing.get()
     assert factories.one("SELECT status FROM runtime_scheduler.runs WHERE run_id = %s", [good.run_id]) == "waiting"
+    # The failed batch is told in one line naming the error and its statement, no traceback: a database restart
+    # fails every batch in flight at once, and the caller gets the item's own error.
+    [record] = [record for record in caplog.records if "items failed" in record.getMessage()]
+    assert record.exc_info is None
+    assert "NumericValueOutOfRange" in record.getMessage() and "in SQL statement runs_park" in record.getMessage()
 
 
 def test_a_batch_names_each_run_once():
