@@ -27,7 +27,9 @@ ORG = capacity_fakes.ORG
 KINDS = {"dispatch": ["dispatch_runs", "--interval", "0.5"], "drain": ["drain_outbox", "--interval", "0.5"],
          "cleanup": ["run_sandbox_cleanup", "--providers", "daytona", "--interval", "0.5"],
          "billing": ["finalize_billing", "--interval", "0.5"], "liveness": ["run_liveness_sweep", "--interval", "1"]}
-RUNNER_THREADS = 4
+# Runners' requests in flight at once: as many request threads of one web process, each serving one runner's
+# heartbeats and terminal through the process's group heartbeater and group settler (what gunicorn's threads do).
+RUNNER_CLIENTS = 8
 LAUNCH_CLIENTS = 8  # launches in flight at once, as many API clients of one web process
 RESULT = {"status": "completed", "output": {"ok": True},
           "stats": {"runtimeResources": {"cpuMs": 1, "wallMs": 1, "peakMemoryBytes": 1}}}
@@ -124,18 +126,16 @@ class Load:
         self._clients = threading.BoundedSemaphore(LAUNCH_CLIENTS)
         self._launch_faults: set[str] = set()
         # Each API call's (kind, epoch s at its end, seconds it took), for the stage latencies (stage_latency.py);
-        # `grouped` False makes each runner's heartbeats separate statements, as before issue 47.
         self.calls: list[tuple[str, float, float]] = []
-        self.grouped = True
         self.threads = [threading.Thread(target=_survive, args=(self._launch_due, self.stop))]
-        # One poller reads the parked attempts (what runners would report on) and hands each to a runner thread
-        # once: the bench's own reads stay a few dozen a second, not one per runner thread per look.
-        self._shares = [queue.SimpleQueue() for _ in range(RUNNER_THREADS)]
+        # One poller reads the parked attempts (what runners would report on) and hands each to a runner client
+        # once: the bench's own reads stay a few dozen a second, not one per runner client per look.
+        self._parked: queue.SimpleQueue = queue.SimpleQueue()
         self._handed: set[tuple[str, int]] = set()
         self._handed_lock = threading.Lock()
         self.threads.append(threading.Thread(target=_survive, args=(self._poll_parked, self.stop)))
-        self.threads += [threading.Thread(target=_survive, args=(lambda i=i: self._run_parked(i), self.stop))
-                         for i in range(RUNNER_THREADS)]
+        self.threads += [threading.Thread(target=_survive, args=(self._run_parked, self.stop))
+                         for _ in range(RUNNER_CLIENTS)]
         for thread in self.threads:
             thread.start()
 
@@ -186,35 +186,31 @@ class Load:
         with self._handed_lock:
             fresh = [row for row in parked if (row[0], row[1]) not in self._handed]
             self._handed.update((run_id, attempt) for run_id, attempt, _ in fresh)
-        for share in range(RUNNER_THREADS):
-            mine = fresh[share::RUNNER_THREADS]
-            if mine:
-                self._shares[share].put(mine)
+        for row in fresh:
+            self._parked.put(row)
         self.stop.wait(0.02)
         return True
 
-    def _run_parked(self, share: int) -> bool:
-        from scheduler.runs import beats, settlement
+    def _run_parked(self) -> bool:
+        """One runner's requests: three heartbeats, then its terminal, each as the runner API's view makes it (the
+        group heartbeater and group settler join it with the requests other threads have in flight)."""
+        from scheduler.runs import beats, settlement, settler
 
         try:
-            parked = self._shares[share].get(timeout=0.1)
+            run_id, attempt, lease = self._parked.get(timeout=0.1)
         except queue.Empty:
             return False
         try:
-            # The beats that arrive together share a statement, as a web process's group heartbeater groups them.
-            group = [beats.Beat(run_id, attempt, lease) for run_id, attempt, lease in parked]
             for _ in range(3):
-                for beating in ([group] if self.grouped else [[beat] for beat in group]):
-                    began = time.monotonic()
-                    beats.heartbeat_all(beating)
-                    self._timed("heartbeat", began, len(beating))
+                began = time.monotonic()
+                beats.beat(run_id, attempt, lease)
+                self._timed("heartbeat", began)
             began = time.monotonic()
-            settlement.settle_attempts([settlement.Settlement(run_id, attempt, lease, RESULT, from_runner=True)
-                                        for run_id, attempt, lease in parked])
-            self._timed("terminal", began, len(parked))
+            settler.settle(settlement.Settlement(run_id, attempt, lease, RESULT, from_runner=True))
+            self._timed("terminal", began)
         finally:
             with self._handed_lock:  # settled (or failed under chaos: the poller hands it out again)
-                self._handed.difference_update((run_id, attempt) for run_id, attempt, _ in parked)
+                self._handed.discard((run_id, attempt))
         return True
 
     def _timed(self, kind: str, began: float, items: int = 1) -> None:

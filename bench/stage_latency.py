@@ -4,8 +4,8 @@ slower at its p99 than before issue 47. Used by `./dev bench soak --find-max`.
 The same run measures both: arms of this tree's workers alternate with arms of the release before issue 47
 (BASELINE, unpacked with `git archive` into a temporary directory and run against this tree's schema, as a
 rolling deploy would), each at the same offered rate, medians of the repetitions compared. In the baseline's
-arms this process launches and heartbeats one statement per call, as before (the group launcher off, each
-runner's heartbeats separate). The stages, from the database's own timestamps and the clients' calls:
+arms this process launches, heartbeats and settles one statement per call, as before (the group launcher,
+heartbeater and settler off). The stages, from the database's own timestamps and the clients' calls:
 launch (the API call), queue (launched -> claimed), heartbeat and terminal (the runner's calls), delivery (a
 fact written -> acknowledged by the receiver), cleanup (run finished -> sandbox delete confirmed) and billing
 (run finished -> billing finalized).
@@ -73,9 +73,11 @@ def _set_grouping(load, grouped: bool) -> None:
 
     from scheduler.runs.batcher import ProcessShared
 
-    ProcessShared.close_all()  # the next launch builds its group launcher with the batch size below
-    settings.SCHEDULER_LAUNCH_BATCH_SIZE = 32 if grouped else 1
-    load.grouped = grouped
+    ProcessShared.close_all()  # the next call builds its group batcher with the batch size below
+    # Batches of one: each launch, heartbeat and terminal a statement of its own on its caller's thread, as before.
+    size = 32 if grouped else 1
+    settings.SCHEDULER_LAUNCH_BATCH_SIZE = settings.SCHEDULER_HEARTBEAT_BATCH_SIZE = size
+    settings.SCHEDULER_SETTLE_BATCH_SIZE = size
 
 
 def measure_arm(load, env: dict, project_dir: Path, grouped: bool, rate: float, seconds: float) -> dict[str, float]:
