@@ -181,3 +181,41 @@ def test_refresh_connections__still_honours_max_age_and_errors():
         assert connection.connection is None  # past CONN_MAX_AGE: closed even when just proven
     finally:
         connection.close_at = close_at
+
+
+def test_generic_plan_marks__a_drainers_claim_runs_generic_plans_and_switches_the_mode_twice_a_tick(monkeypatch):
+    """Issue 47: after its custom listing a drainer locked, read, leased and acknowledged under the configured mode,
+    which planned each of them again on every call (0.28 ms a lock of 5 runs) and the catalog's column check between
+    them switched the mode once more each way. Marked generic (and the check `any`), one tick switches the session
+    twice: to the listing's custom mode and back to generic for the claim."""
+    from django.db import connection
+
+    from scheduler.outbox import drainer
+    from tests.outbox.factories import backlog_run
+    from tests.outbox.fake_receiver import COORDINATOR_TOKEN, FakeReceiver
+
+    switches = []
+    switch = db._switch_plan_mode
+
+    def counted(cursor, wanted):
+        made = switch(cursor, wanted)
+        if made is not None:
+            switches.append(made)
+        return made
+
+    monkeypatch.setattr(db, "_switch_plan_mode", counted)
+    receiver = FakeReceiver()
+    try:
+        launch = {"runtimeApiBaseUrl": receiver.url, "coordinatorInternalToken": COORDINATOR_TOKEN}
+        for tick in range(6):  # past the configured mode's five custom plans, which a generic mark never makes
+            backlog_run(f"run-plan-{tick}", facts=3, launch=launch)
+            switches.clear()
+            assert drainer.run_once("test-drainer").counts["delivered"] == 3
+            assert switches == ["force_custom_plan", "force_generic_plan"], switches
+    finally:
+        receiver.close()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name, statement, custom_plans, generic_plans FROM pg_prepared_statements")
+        claim_plans = [(custom, generic) for _, statement, custom, generic in cursor.fetchall()
+                       if "FOR NO KEY UPDATE SKIP LOCKED" in statement or "SET delivered_at" in statement]
+    assert claim_plans and all(custom == 0 and generic > 0 for custom, generic in claim_plans), claim_plans

@@ -46,6 +46,7 @@ WITH candidate_runs AS (
 
 -- name: outbox_lock_runs
 -- The claim's first statement: set the claim transaction's lock timeout and statement timeout, so a drainer never waits long behind a stuck lock (OBX-5, for this transaction only: pooler-safe), then lock up to `limit` of the candidate runs, in the given order, that no other drainer holds: FOR NO KEY UPDATE SKIP LOCKED (OBX-5); with each run's org and, on the ledger lane only, its dispatch launch (which names its receiver and carries its credentials: the search lane never reads them, OBX-2), read once here for all its facts.
+-- plan: generic
 SELECT run.run_id, run.org_id,
        CASE WHEN %(lane)s::text = 'ledger' THEN __schema__.run_ledger_dispatch_launch(run.launch_json) END
            AS dispatch_launch
@@ -61,6 +62,7 @@ FOR NO KEY UPDATE SKIP LOCKED;
 
 -- name: outbox_lease_prefixes
 -- Under the runs' locks (a fresh snapshot): for each run whose head is ready and whose lane nobody else holds, lease its causal prefix of at most max_facts undelivered facts (OBX-5).
+-- plan: generic
 WITH {{claimable_prefixes(%(run_ids)s::text[], %(lane)s::text)}},
 leased AS (
     UPDATE __schema__.outbox AS fact
@@ -77,6 +79,7 @@ ORDER BY leased.run_id, leased.created_at, leased.event_id;
 
 -- name: outbox_lease_facts
 -- Under the runs' locks, in the claim that read them: lease exactly the facts read (prefixes bound for a receiver outside this database), those still undelivered and held by nobody else, returned with their payloads in causal order (OBX-5).
+-- plan: generic
 WITH leased AS (
     UPDATE __schema__.outbox AS fact
     SET lease_owner = %(lease_owner)s::text,
@@ -92,6 +95,7 @@ ORDER BY leased.run_id, leased.created_at, leased.event_id;
 
 -- name: outbox_read_prefixes
 -- Under the runs' locks: the same causal prefixes outbox_lease_prefixes would lease, read without leasing, for a delivery that acknowledges them in this transaction (OBX-5, OBX-10); payloads only of terminal facts, the ones the delivery may rewrite (TRM-6).
+-- plan: generic
 WITH {{claimable_prefixes(%(run_ids)s::text[], %(lane)s::text)}}
 SELECT ranked.event_id, ranked.run_id, ranked.event_type,
        CASE WHEN ranked.event_type = ANY (%(terminal_types)s::text[]) THEN ranked.payload_json END AS payload_json,
@@ -103,10 +107,12 @@ ORDER BY ranked.run_id, ranked.created_at, ranked.event_id;
 
 -- name: outbox_ack
 -- Acknowledge delivered prefixes (a claim's, together): delivered, lease cleared; only rows this drainer still holds (OBX-6).
+-- plan: generic
 {{acknowledge_facts(%(event_ids)s::text[], %(lease_owner)s::text)}};
 
 -- name: run_ledger_store_and_ack
 -- The built-in receiver's one store (OBX-10): store ledger events idempotently by event id, from the outbox (facts by event id, a payload the delivery rewrote, TRM-6, given by event id) and from posted events, and acknowledge those facts in the same statement; inside a claim they were read, not leased, so a fact another drainer holds a live lease on is left alone.
+-- plan: generic
 WITH incoming AS (
     SELECT fact.event_id, fact.run_id, fact.event_type, fact.created_at AS occurred_at,
            coalesce(%(payloads)s::jsonb -> fact.event_id, fact.payload_json, '{}'::jsonb) AS payload
@@ -168,6 +174,7 @@ RETURNING fact.event_id;
 
 -- name: runs_read_array_input_intents
 -- The runs' array-input intent, read under the claim's run locks; only after the catalog shows the column (SCH-3).
+-- plan: generic
 SELECT run.run_id, run.array_input_started FROM __schema__.runs AS run WHERE run.run_id = ANY (%(run_ids)s::text[]);
 
 -- name: outbox_release_facts

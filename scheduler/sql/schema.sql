@@ -16,6 +16,7 @@ SELECT set_config('statement_timeout', %(statement_timeout)s::text, false) AS st
 
 -- name: schema_column_present
 -- Whether a column exists on a scheduler table, read from the catalog (SCH-3: never cached).
+-- plan: any
 SELECT EXISTS (
     SELECT 1 FROM pg_attribute
     WHERE attrelid = to_regclass(%(table)s::text)
