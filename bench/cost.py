@@ -207,6 +207,7 @@ def main():
             harness.setup_django(harness.recreate_database(server.url if server else harness.server_url()))
             with connections["default"].cursor() as cursor:
                 cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+                cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")  # cost_wal's readers
             built_in = measured_runs(fake, runs, 0, {})
             with connections["default"].cursor() as cursor:
                 cursor.execute("SELECT pg_stat_statements_reset()")  # the foot's table: the external path's

@@ -1,4 +1,5 @@
-"""Where the cost bench's WAL went (issue 47), read back with pg_walinspect: by table, and by kind of record.
+"""Where the cost bench's WAL went (issue 47), read back with pg_walinspect (the bench creates it): by table, by
+kind of record and by index.
 
 The second view names what each record is for. A run's WAL is mostly a count of records, not a size of rows:
 every index entry, row lock, ON CONFLICT confirmation and commit is a record with its own header, so the rows a
@@ -54,7 +55,6 @@ def wal_by_table(start: int, end: int, runs: int) -> list[tuple]:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
         cursor.execute(
             """
             WITH block AS (
@@ -92,7 +92,6 @@ def wal_by_kind(start: int, end: int, runs: int) -> list[tuple]:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
         cursor.execute(
             """
             WITH catalog_record AS (

@@ -215,7 +215,7 @@ def test_generic_plan_marks__a_drainers_claim_runs_generic_plans_and_switches_th
     finally:
         receiver.close()
     with connection.cursor() as cursor:
-        cursor.execute("SELECT name, statement, custom_plans, generic_plans FROM pg_prepared_statements")
-        claim_plans = [(custom, generic) for _, statement, custom, generic in cursor.fetchall()
+        cursor.execute("SELECT statement, custom_plans, generic_plans FROM pg_prepared_statements")
+        claim_plans = [(custom, generic) for statement, custom, generic in cursor.fetchall()
                        if "FOR NO KEY UPDATE SKIP LOCKED" in statement or "SET delivered_at" in statement]
     assert claim_plans and all(custom == 0 and generic > 0 for custom, generic in claim_plans), claim_plans
