@@ -7,7 +7,8 @@ bounded (the last minute's peak at most twice the first minute's, or under 20,00
 
 With --find-max (capacity.py): whole runs (launch, dispatch, three heartbeats, settle, delivery to an external
 receiver, cleanup, billing) offered at a rising rate until fewer than 95% of them complete or the delivery lag's
-p99 passes 1 s; the highest rate sustained, the server time per run at it and where the time and the CPU went;
+p99 passes 1 s, then two halvings between the last rate sustained and that one; the highest rate sustained,
+the server time per run at it and where the time and the CPU went;
 then each stage's p99 at 25% of it, this tree's workers against the release before issue 47's (stage_latency.py);
 then 80% of it held for 3 minutes (--quick: 1) while a random worker is SIGKILLed every 10 s and PostgreSQL is
 crashed and restarted once, and the four promises checked by queries at the end.
