@@ -174,14 +174,18 @@ class Load:
             self._clients.release()
 
     def _poll_parked(self) -> bool:
+        import psycopg
         from django.db import connection
 
-        with connection.cursor() as cursor:
+        connection.ensure_connection()
+        # psycopg's own cursor, prepared: Django's binds client-side, so each of the poller's few dozen looks a
+        # second was parsed and planned again, the bench's cost counted as the runs' (real runners do not poll).
+        with psycopg.Cursor(connection.connection) as cursor:
             # The parked attempts without a terminal, through the sweep's own partial index (a scan of every
             # attempt here would be this bench's cost, not the scheduler's).
             cursor.execute("SELECT run_id, attempt, lease_token FROM attempts WHERE status = 'waiting' "
                            "AND runner_result_json IS NULL AND liveness_deadline IS NOT NULL "
-                           "ORDER BY liveness_deadline LIMIT 256")
+                           "ORDER BY liveness_deadline LIMIT 256", prepare=True)
             parked = cursor.fetchall()
         with self._handed_lock:
             fresh = [row for row in parked if (row[0], row[1]) not in self._handed]
