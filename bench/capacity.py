@@ -241,7 +241,12 @@ def window(since: float) -> dict:
         cursor.execute("SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM delivered_at - created_at)) "
                        "FROM outbox WHERE delivered_at >= to_timestamp(%s)", [since])
         lag = cursor.fetchone()[0]
-    return {"finished": finished, "lag_s": float(lag or 0.0)}
+        # Per kind of fact: past saturation admissions go first (OBX-4), so the terminals' lag grows first.
+        cursor.execute("SELECT event_type, percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM "
+                       "delivered_at - created_at)) FROM outbox WHERE delivered_at >= to_timestamp(%s) "
+                       "GROUP BY event_type ORDER BY event_type", [since])
+        by_fact = {event_type.removeprefix("run."): float(fact_lag) for event_type, fact_lag in cursor.fetchall()}
+    return {"finished": finished, "lag_s": float(lag or 0.0), "lag_by_fact_s": by_fact}
 
 
 def statement_time() -> tuple[float, list[tuple]]:

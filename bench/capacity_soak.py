@@ -49,7 +49,7 @@ def measure_step(load, stack, pgdata: Path, rate: float, seconds: float, fakes: 
             "commits": (commits_after - commits) / done, "wal_kb": (wal_after - wal) / done / 1024,
             "top": [(calls, total / done, text) for calls, total, text in top], "cpu_ms": cpu_ms,
             "memory_mb": {kind: resident_mb(process.pid) for kind, process in stack.processes.items()},
-            "sustained": completed >= 0.95 * rate and seen["lag_s"] <= 1.0}
+            "lag_by_fact_s": seen["lag_by_fact_s"], "sustained": completed >= 0.95 * rate and seen["lag_s"] <= 1.0}
 
 
 def resident_mb(pid: int) -> float:
@@ -92,6 +92,8 @@ def _step(load, stack, pgdata: Path, rate: float, seconds: float, fakes: dict[st
     print(f"  offered {rate:6.1f}/s: completed {step['completed']:6.1f}/s, lag p99 {step['lag_s'] * 1000:6.0f} ms; "
           f"a run: PostgreSQL CPU {step['cpu_ms']['postgres']:.2f} ms, statements {step['statement_ms']:.2f} ms, "
           f"{step['commits']:.1f} commits, {step['wal_kb']:.1f} KB of WAL", flush=True)
+    lags = step["lag_by_fact_s"].items()
+    print("    delivery lag p99 by fact: " + ", ".join(f"{fact} {lag * 1000:.0f} ms" for fact, lag in lags), flush=True)
     print("    workers' resident memory: " + ", ".join(f"{kind} {mb:.0f} MB" for kind, mb in step["memory_mb"].items()),
           flush=True)
     return step
