@@ -74,7 +74,7 @@ def find_max(load, stack, pgdata: Path, seconds: float, fakes: dict[str, int]) -
             break
         best, rate = step, rate * GROWTH
     for _ in range(REFINE_STEPS if best and failed else 0):
-        _drain_backlog(load)  # a step that was not sustained leaves runs and facts behind: not the next step's
+        _drain_backlog(load)  # what a step that was not sustained left behind is not the next step's
         rate = (best["offered"] * failed) ** 0.5
         step = _step(load, stack, pgdata, rate, seconds, fakes, steps)
         if step["sustained"]:
