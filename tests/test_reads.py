@@ -147,7 +147,8 @@ def test_late_billing_wait__logged_in_the_seeds_words(caplog):
     parked = factories.parked_run(provider="daytona")
     settlement.settle_attempt(parked.run_id, 1, parked.lease_token, factories.completed_result())
     caplog.set_level(logging.INFO, logger="scheduler.billing")
-    tick = billing_sweep.run_once("billing-test")
+    # Due at its recheck, its sandbox's cleanup not confirmed by then.
+    tick = billing_sweep.run_once("billing-test", now=dt.datetime.now(dt.UTC) + dt.timedelta(seconds=31))
     assert tick.counts["waiting"] == 1  # its sandbox's delete is not confirmed, its ceiling not reached
     assert f"billing run={parked.run_id}: {messages.LATE_BILLING_WAITING}" in caplog.text
 

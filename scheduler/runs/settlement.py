@@ -16,6 +16,7 @@ import psycopg
 from django.db import transaction
 
 from scheduler import db, observability
+from scheduler.cleanup.billing import WAITING_RECHECK_SECONDS
 from scheduler.errors import InvalidInput, LeaseMismatch, NotFound
 from scheduler.kinds import RETRYABLE_CODES, SUSPENSION_FALLBACK_PROVIDER
 
@@ -82,6 +83,7 @@ def settle_attempts(settlements: list[Settlement]) -> list[Settled]:
         "from_runner": [item.from_runner for item in settlements],
         "retryable_codes": list(RETRYABLE_CODES),
         "fallback_provider": SUSPENSION_FALLBACK_PROVIDER,
+        "billing_recheck_seconds": WAITING_RECHECK_SECONDS,
     })
     return [Settled(**row) for row in rows]
 

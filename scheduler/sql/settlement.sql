@@ -9,7 +9,7 @@ WITH item AS MATERIALIZED (
 ), locked_run AS MATERIALIZED (
     -- Run locks before attempt locks, as every writer of both takes them; in run_id order so batches never deadlock.
     SELECT run.run_id, run.status, run.max_attempts, run.launch_json, run.suspension_json,
-           run.run_log_store = 'planet_scale' AS keeps_log_payload
+           run.run_log_store = 'planet_scale' AS keeps_log_payload, run.runtime_resources_json
     FROM __schema__.runs AS run
     WHERE run.run_id IN (SELECT item.run_id FROM item)
     ORDER BY run.run_id
@@ -18,7 +18,7 @@ WITH item AS MATERIALIZED (
     SELECT attempt.run_id, attempt.attempt, attempt.runner_result_json AS prior_result,
            attempt.runner_log_payload_json AS prior_log_payload, item.log_payload,
            locked_run.launch_json, locked_run.suspension_json, locked_run.max_attempts, locked_run.keeps_log_payload,
-           flags.lease_matches, flags.records_now, flags.current, item.from_runner,
+           locked_run.runtime_resources_json, flags.lease_matches, flags.records_now, flags.current, item.from_runner,
            CASE WHEN flags.records_now AND flags.lease_matches THEN item.result
                 ELSE attempt.runner_result_json END AS result
     FROM item
@@ -38,7 +38,7 @@ WITH item AS MATERIALIZED (
     FOR NO KEY UPDATE OF attempt
 ), verdict AS MATERIALIZED (
     SELECT target.run_id, target.attempt, target.result, target.suspension_json, target.launch_json,
-           target.records_now AND target.from_runner AS runner_reported,
+           target.runtime_resources_json, target.records_now AND target.from_runner AS runner_reported,
            CASE
                WHEN target.result ->> 'status' = 'completed' THEN 'completed'
                WHEN EXISTS (
@@ -93,8 +93,20 @@ WITH item AS MATERIALIZED (
     WHERE run.run_id = verdict.run_id
     RETURNING run.run_id, run.status
 ), billing_job AS (
-    INSERT INTO __schema__.compute_billing_jobs_v2 (run_id)
-    SELECT verdict.run_id FROM verdict WHERE verdict.outcome <> 'retry'
+    -- BIL-1: a run with a sandbox still billing (started, its delete not yet accepted) is billed once its cleanup
+    -- confirms, which makes the job due (sandbox_cleanup_complete's billing_nudge); looked at before that, it
+    -- would only be written back as waiting. Should the cleanup take longer, the job is due after the recheck a
+    -- waiting job gets.
+    INSERT INTO __schema__.compute_billing_jobs_v2 (run_id, available_at)
+    SELECT verdict.run_id,
+           CASE WHEN EXISTS (
+                    SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(verdict.runtime_resources_json) = 'array'
+                                                            THEN verdict.runtime_resources_json END) AS item(resource)
+                    WHERE jsonb_typeof(item.resource -> 'billingStartedAt') = 'number'
+                      AND jsonb_typeof(item.resource -> 'billingEndedAt') IS DISTINCT FROM 'number')
+                THEN now() + make_interval(secs => %(billing_recheck_seconds)s::double precision)
+                ELSE now() END
+    FROM verdict WHERE verdict.outcome <> 'retry'
     ON CONFLICT (run_id) DO NOTHING
 ), parked_sandbox AS (
     {{ended_attempt_sandbox(verdict)}}

@@ -155,6 +155,28 @@ START_MS = int(T1.timestamp() * 1000)
 
 
 @pytest.mark.requirement("BIL-1")
+def test_billing__a_run_settled_with_its_sandbox_billing__is_due_when_its_cleanup_confirms_not_before():
+    """Issue 47: looked at before its cleanup confirmed, the job would only be written back as waiting."""
+    parked = settled_run()
+    assert billing_sweep.run_once("biller").counts["claimed"] == 0
+    assert one("SELECT available_at > now() + interval '29 seconds' FROM compute_billing_jobs_v2") is True
+    job = claimed_job()
+    event(job.sandbox_id, "provider_delete_accepted", T1, run_id=job.run_id, routing_domain="org-a",
+          routingDomain="org-a")
+    assert obligations.complete(job, "owner", "deleted", "org-a") == "completed"
+    assert billing_sweep.run_once("biller").counts == {"claimed": 1, "finalized": 1, "waiting": 0, "billed": 1}
+    assert one("SELECT billing_ended_at FROM billing_items WHERE run_id = %s", [parked.run_id]) == T1
+
+
+@pytest.mark.requirement("BIL-1")
+def test_billing__a_run_settled_with_nothing_still_billing__is_due_at_once():
+    parked = factories.parked_run(provider="local")
+    query("UPDATE runs SET runtime_resources_json = '[]'::jsonb WHERE run_id = %s", [parked.run_id])
+    factories.report_terminal(parked.run_id, 1, parked.lease_token, factories.completed_result())
+    assert billing_sweep.run_once("biller").counts == {"claimed": 1, "finalized": 1, "waiting": 0, "billed": 0}
+
+
+@pytest.mark.requirement("BIL-1")
 def test_billing__ended_resources_billed_to_their_end_no_late_items():
     run_id = billed_run([{"provider": "local", "sandboxId": "sb", "billingStartedAt": START_MS, "billingEndedAt": START_MS + 42_000}])
     assert billing_sweep.run_once("owner").counts == {"claimed": 1, "finalized": 1, "waiting": 0, "billed": 1}
