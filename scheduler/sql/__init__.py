@@ -7,8 +7,8 @@ Each `<family>.sql` file holds blocks like::
     WITH ... ;
 
 A block runs from its `-- name:` header to the next header. A comment line
-`-- plan: custom` marks a statement that is never prepared: PostgreSQL plans
-it for its actual parameters and table sizes on every call. `__schema__`
+`-- plan: custom` marks a statement PostgreSQL plans for its actual
+parameters and table sizes on every call (how it is sent: `db._plan`). `__schema__`
 stands for the configured scheduler schema and is replaced once at load
 time (the name is validated as a plain identifier at start-up). A line
 `-- plan: generic` marks a prepared statement that always runs its generic
@@ -169,6 +169,17 @@ def raw_blocks() -> dict[str, str]:
 def plan_mark(name: str) -> str | None:
     """`custom`, `generic`, `any`, or None for a block PostgreSQL plans as the configured mode says."""
     return _load()[1].get(name)
+
+
+_WRITE = re.compile(r"\b(INSERT\s+INTO|DELETE\s+FROM|UPDATE\s+\S+(\s+AS\s+\w+)?\s+SET)\b", re.IGNORECASE)
+
+
+@functools.cache
+def writes(name: str) -> bool:
+    """Whether block `name` inserts, updates or deletes rows (its comment lines aside): its triggers and foreign
+    keys then run statements of their own, under the block's plan_cache_mode."""
+    body = "\n".join(line for line in raw_blocks()[name].splitlines() if not line.lstrip().startswith("--"))
+    return bool(_WRITE.search(body))
 
 
 @functools.cache
