@@ -100,8 +100,7 @@ WITH item AS MATERIALIZED (
     INSERT INTO __schema__.compute_billing_jobs_v2 (run_id, available_at)
     SELECT verdict.run_id,
            CASE WHEN EXISTS (
-                    SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(verdict.runtime_resources_json) = 'array'
-                                                            THEN verdict.runtime_resources_json END) AS item(resource)
+                    SELECT 1 FROM jsonb_array_elements(verdict.runtime_resources_json) AS item(resource)
                     WHERE jsonb_typeof(item.resource -> 'billingStartedAt') = 'number'
                       AND jsonb_typeof(item.resource -> 'billingEndedAt') IS DISTINCT FROM 'number')
                 THEN now() + make_interval(secs => %(billing_recheck_seconds)s::double precision)

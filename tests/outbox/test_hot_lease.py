@@ -17,8 +17,7 @@ def _updates() -> tuple[int, int]:
 
 def _pages(run_id: str) -> dict[str, int]:
     """Which heap page holds each of the run's facts now."""
-    rows = query("SELECT event_id, (ctid::text::point)[0]::int FROM outbox WHERE run_id = %s", [run_id])
-    return dict(rows)
+    return dict(query("SELECT event_id, (ctid::text::point)[0]::int FROM outbox WHERE run_id = %s", [run_id]))
 
 
 def _stayed(before: dict[str, int], after: dict[str, int]) -> int:
