@@ -16,6 +16,7 @@ import psycopg
 from django.db import transaction
 
 from scheduler import db, observability
+from scheduler.cleanup.billing import WAITING_RECHECK_SECONDS
 from scheduler.conf import scheduler_settings
 from scheduler.errors import InvalidInput, NotFound
 from scheduler.runs.claiming import Claim, Claims, claim_queued_runs  # noqa: F401 - the lifecycle's claim
@@ -87,7 +88,8 @@ class CancelOutcome:
 
 def cancel_run(run_id: str, reason: str = "cancel_requested") -> CancelOutcome:
     """RUN-7: queue the cancel; a queued run is cancelled directly."""
-    row = db.fetch_one("runs_cancel", {"run_id": run_id, "reason": reason})
+    row = db.fetch_one("runs_cancel", {"run_id": run_id, "reason": reason,
+                                       "billing_recheck_seconds": WAITING_RECHECK_SECONDS})
     if row is None:
         raise NotFound(f"run {run_id} not found")
     return CancelOutcome(run_id, row["prior_status"], row["cancel_queued"], row["cancelled"])

@@ -51,3 +51,15 @@ SELECT {{unreconciled_key({verdict}.run_id, {verdict}.attempt)}},
 FROM {verdict}
 WHERE {reported} AND NOT coalesce({{parked_on_attempt({verdict})}}, false)
 ON CONFLICT (key) DO NOTHING
+
+-- fragment: billing_job_available_at(resources)
+-- BIL-1: when a new billing job is due. A run with a sandbox still billing (started, its delete not yet accepted) is
+-- billed once its cleanup confirms, which makes the job due (sandbox_cleanup_complete's billing_nudge); looked at
+-- before that, it would only be written back as waiting. Should the cleanup take longer, the job is due after the
+-- recheck a waiting job gets (%(billing_recheck_seconds)s).
+CASE WHEN EXISTS (
+         SELECT 1 FROM jsonb_array_elements({resources}) AS billed(resource)
+         WHERE jsonb_typeof(billed.resource -> 'billingStartedAt') = 'number'
+           AND jsonb_typeof(billed.resource -> 'billingEndedAt') IS DISTINCT FROM 'number')
+     THEN now() + make_interval(secs => %(billing_recheck_seconds)s::double precision)
+     ELSE now() END

@@ -103,7 +103,7 @@ ORDER BY item.position;
 -- name: runs_cancel
 -- Queue runtime_cancel:<run_id>; a queued run, or one waiting durably (WAIT-6: its sandbox is already released), is cancelled at once with its run.cancelled fact and billing job (RUN-7).
 WITH locked_run AS MATERIALIZED (
-    SELECT run.run_id, run.status, run.suspension_json
+    SELECT run.run_id, run.status, run.suspension_json, run.runtime_resources_json
     FROM __schema__.runs AS run
     WHERE run.run_id = %(run_id)s::text
     FOR NO KEY UPDATE
@@ -122,10 +122,12 @@ WITH locked_run AS MATERIALIZED (
         finished_at = now(), updated_at = now()
     FROM locked_run
     WHERE run.run_id = locked_run.run_id AND (locked_run.status = 'queued' OR {{durable_wait(locked_run)}})
-    RETURNING run.run_id
+    RETURNING run.run_id, run.runtime_resources_json
 ), billing_job AS (
-    INSERT INTO __schema__.compute_billing_jobs_v2 (run_id)
-    SELECT cancelled_run.run_id FROM cancelled_run
+    -- A durably waiting run's sandbox was released when it began to wait; its delete may not be accepted yet.
+    INSERT INTO __schema__.compute_billing_jobs_v2 (run_id, available_at)
+    SELECT cancelled_run.run_id, {{billing_job_available_at(cancelled_run.runtime_resources_json)}}
+    FROM cancelled_run
     ON CONFLICT (run_id) DO NOTHING
 ), cancelled_fact AS (
     INSERT INTO __schema__.outbox (event_id, run_id, event_type, payload_json, lane, created_at)

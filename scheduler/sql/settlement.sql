@@ -93,18 +93,8 @@ WITH item AS MATERIALIZED (
     WHERE run.run_id = verdict.run_id
     RETURNING run.run_id, run.status
 ), billing_job AS (
-    -- BIL-1: a run with a sandbox still billing (started, its delete not yet accepted) is billed once its cleanup
-    -- confirms, which makes the job due (sandbox_cleanup_complete's billing_nudge); looked at before that, it
-    -- would only be written back as waiting. Should the cleanup take longer, the job is due after the recheck a
-    -- waiting job gets.
     INSERT INTO __schema__.compute_billing_jobs_v2 (run_id, available_at)
-    SELECT verdict.run_id,
-           CASE WHEN EXISTS (
-                    SELECT 1 FROM jsonb_array_elements(verdict.runtime_resources_json) AS item(resource)
-                    WHERE jsonb_typeof(item.resource -> 'billingStartedAt') = 'number'
-                      AND jsonb_typeof(item.resource -> 'billingEndedAt') IS DISTINCT FROM 'number')
-                THEN now() + make_interval(secs => %(billing_recheck_seconds)s::double precision)
-                ELSE now() END
+    SELECT verdict.run_id, {{billing_job_available_at(verdict.runtime_resources_json)}}
     FROM verdict WHERE verdict.outcome <> 'retry'
     ON CONFLICT (run_id) DO NOTHING
 ), parked_sandbox AS (

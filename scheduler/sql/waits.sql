@@ -82,13 +82,14 @@ LEFT JOIN answer ON true;
 -- name: attempts_suspend
 -- WAIT-2: the runner's suspended result, in one statement: fenced as a terminal is (run lock, then the attempt's; its own lease; current: active, no result, no newer attempt), on an open wait of that key: the attempt is settled suspended with the result (not failed, not counted against max_attempts); the run waits durably with the wait's kind, key and deadline in its suspension (its launch's own ceiling kept there), or is queued again at once when its event is already there or its deadline passed, or is cancelled when a cancel is queued (with its billing job); the parked sandbox gets its cleanup obligation (its billing span ends at the delete's acceptance, CLN-5); run.suspended, then run.resumed or run.cancelled. Answers as attempts_settle does, with the outcome.
 WITH locked_run AS MATERIALIZED (
-    SELECT run.run_id, run.status, run.suspension_json, run.launch_json, run.wait_deadline
+    SELECT run.run_id, run.status, run.suspension_json, run.launch_json, run.wait_deadline,
+           run.runtime_resources_json
     FROM __schema__.runs AS run
     WHERE run.run_id = %(run_id)s::text
     FOR NO KEY UPDATE
 ), target AS MATERIALIZED (
     SELECT attempt.run_id, attempt.attempt, locked_run.suspension_json, locked_run.launch_json,
-           locked_run.wait_deadline,
+           locked_run.wait_deadline, locked_run.runtime_resources_json,
            coalesce(attempt.lease_token = %(lease_token)s::text, false) AS lease_matches,
            attempt.runner_result_json IS NOT NULL AS has_result,
            attempt.runner_result_json IS NULL
@@ -100,7 +101,7 @@ WITH locked_run AS MATERIALIZED (
     WHERE attempt.attempt = %(attempt)s::integer
     FOR NO KEY UPDATE OF attempt
 ), verdict AS MATERIALIZED (
-    SELECT target.run_id, target.attempt, target.suspension_json, target.launch_json,
+    SELECT target.run_id, target.attempt, target.suspension_json, target.launch_json, target.runtime_resources_json,
            -- The launch's ceiling: the run's wait deadline unless an older durable suspension kept it aside.
            target.wait_deadline AS ceiling,
            wait.key, wait.kind, wait.event_name, wait.deadline, wakers.found -> 'cancel' ->> 'reason' AS cancel_reason,
@@ -147,8 +148,10 @@ WITH locked_run AS MATERIALIZED (
 ), unparked_runner AS (
     {{unparked_runner_hint(verdict, true)}}
 ), billing_job AS (
-    INSERT INTO __schema__.compute_billing_jobs_v2 (run_id)
-    SELECT verdict.run_id FROM verdict WHERE verdict.outcome = 'cancelled'
+    -- The sandbox this attempt parked gets its cleanup obligation in this statement: its delete is not accepted yet.
+    INSERT INTO __schema__.compute_billing_jobs_v2 (run_id, available_at)
+    SELECT verdict.run_id, {{billing_job_available_at(verdict.runtime_resources_json)}}
+    FROM verdict WHERE verdict.outcome = 'cancelled'
     ON CONFLICT (run_id) DO NOTHING
 ), suspended_fact AS (
     INSERT INTO __schema__.outbox (event_id, run_id, event_type, payload_json, lane, created_at)

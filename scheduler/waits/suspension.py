@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler import db
+from scheduler.cleanup.billing import WAITING_RECHECK_SECONDS
 from scheduler.errors import Conflict
 from scheduler.kinds import SUSPENSION_FALLBACK_PROVIDER, WaitKind, WaitOutcome
 from scheduler.runs.receipts import AttemptNotCurrent, Caller
@@ -69,6 +70,7 @@ def suspend(item: Settlement, key: str) -> TerminalAnswer:
         row = db.fetch_one("attempts_suspend", {
             "run_id": item.run_id, "attempt": item.attempt, "lease_token": item.lease_token, "key": key,
             "result": json.dumps(item.result), "fallback_provider": SUSPENSION_FALLBACK_PROVIDER,
+            "billing_recheck_seconds": WAITING_RECHECK_SECONDS,
         })
         if row.pop("current") and row["outcome"] is None:
             raise NoOpenWait(f"run {item.run_id} has no open wait {key[:80]!r} to suspend on", field="result.wait.key")
