@@ -262,17 +262,18 @@ def statement_time() -> tuple[float, list[tuple]]:
         return total, cursor.fetchall()
 
 
-def commits_and_wal() -> tuple[int, int]:
-    """The database's commits so far (pg_stat_database) and the WAL insert position (bytes): read before and after
-    a step, their differences per run are what a run costs in commits and WAL (each backend reports its commits
-    within a second of making them: a step of 10 s or more reads them to within a tenth)."""
+def commits_and_wal() -> tuple[int, int, int]:
+    """The database's commits so far (pg_stat_database), the WAL insert position (bytes) and the server's full-page
+    images so far (pg_stat_wal): read before and after a step, their differences per run are what a run costs in
+    commits and WAL (each backend reports its commits within a second of making them: a step of 10 s or more reads
+    them to within a tenth), and how much of that WAL a checkpoint's full-page images were."""
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("SELECT xact_commit, pg_current_wal_insert_lsn() - '0/0'::pg_lsn FROM pg_stat_database "
-                       "WHERE datname = current_database()")
-        commits, wal = cursor.fetchone()
-    return int(commits), int(wal)
+        cursor.execute("SELECT xact_commit, pg_current_wal_insert_lsn() - '0/0'::pg_lsn, "
+                       "(SELECT wal_fpi FROM pg_stat_wal) FROM pg_stat_database WHERE datname = current_database()")
+        commits, wal, images = cursor.fetchone()
+    return int(commits), int(wal), int(images)
 
 
 def reset_statements() -> None:

@@ -32,13 +32,13 @@ def measure_step(load, stack, pgdata: Path, rate: float, seconds: float, fakes: 
     capacity.reset_statements()
     since, cpu, server, python = time.time(), stack.cpu(), capacity.server_cpu(pgdata), time.process_time()
     faked = {name: capacity.process_cpu(pid) for name, pid in fakes.items()}
-    commits, wal = capacity.commits_and_wal()
+    commits, wal, images = capacity.commits_and_wal()
     time.sleep(seconds)
     seen = capacity.window(since)
     statements, top = capacity.statement_time()
     workers = stack.cpu()
     done = max(seen["finished"], 1)
-    commits_after, wal_after = capacity.commits_and_wal()
+    commits_after, wal_after, images_after = capacity.commits_and_wal()
     cpu_ms = {kind: (workers[kind] - cpu[kind]) * 1000 / done for kind in workers}
     cpu_ms["postgres"] = (capacity.server_cpu(pgdata) - server) * 1000 / done
     cpu_ms["bench (launches, runners)"] = (time.process_time() - python) * 1000 / done
@@ -47,6 +47,7 @@ def measure_step(load, stack, pgdata: Path, rate: float, seconds: float, fakes: 
     completed = seen["finished"] / seconds
     return {"offered": rate, "completed": completed, "lag_s": seen["lag_s"], "statement_ms": statements / done,
             "commits": (commits_after - commits) / done, "wal_kb": (wal_after - wal) / done / 1024,
+            "full_page_images": (images_after - images) / done,
             "top": [(calls, total / done, text) for calls, total, text in top], "cpu_ms": cpu_ms,
             "memory_mb": {kind: resident_mb(process.pid) for kind, process in stack.processes.items()},
             "lag_by_fact_s": seen["lag_by_fact_s"], "sustained": completed >= 0.95 * rate and seen["lag_s"] <= 1.0}
@@ -91,7 +92,8 @@ def _step(load, stack, pgdata: Path, rate: float, seconds: float, fakes: dict[st
     # Cost per run against load (issue 47): what a run costs the database at each offered rate.
     print(f"  offered {rate:6.1f}/s: completed {step['completed']:6.1f}/s, lag p99 {step['lag_s'] * 1000:6.0f} ms; "
           f"a run: PostgreSQL CPU {step['cpu_ms']['postgres']:.2f} ms, statements {step['statement_ms']:.2f} ms, "
-          f"{step['commits']:.1f} commits, {step['wal_kb']:.1f} KB of WAL", flush=True)
+          f"{step['commits']:.1f} commits, {step['wal_kb']:.1f} KB of WAL ({step['full_page_images']:.2f} full-page images)",
+          flush=True)
     lags = step["lag_by_fact_s"].items()
     print("    delivery lag p99 by fact: " + ", ".join(f"{fact} {lag * 1000:.0f} ms" for fact, lag in lags), flush=True)
     print("    workers' resident memory: " + ", ".join(f"{kind} {mb:.0f} MB" for kind, mb in step["memory_mb"].items()),
