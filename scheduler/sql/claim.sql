@@ -20,7 +20,7 @@ WITH RECURSIVE {{claim_chosen()}}
                ELSE least(%(limit)s::integer,
                           CASE WHEN coalesce(limits.max_active, %(default_max_active)s::integer) IS NOT NULL
                                THEN coalesce(limits.max_active, %(default_max_active)s::integer)
-                                    - {{org_active_runs(chosen.org_key)}} END,
+                                    - {{org_active_runs_up_to(chosen.org_key, coalesce(limits.max_active, %(default_max_active)s::integer))}} END,
                           CASE WHEN limits.max_starts_per_minute IS NOT NULL
                                THEN limits.max_starts_per_minute - {{org_recent_starts(chosen.org_key)}} END)
            END AS allowed

@@ -37,7 +37,7 @@ queued_org AS (
                         AND keyed.concurrency_key IS NOT NULL) AS counted
     FROM org
     -- CASE, not OR: only an org with a cap (a rate) has its active runs (its starts) counted.
-    WHERE CASE WHEN org.cap IS NULL THEN true ELSE org.cap > {{org_active_runs(org.org_key)}} END
+    WHERE CASE WHEN org.cap IS NULL THEN true ELSE org.cap > {{org_active_runs_up_to(org.org_key, org.cap)}} END
       AND CASE WHEN org.rate IS NULL THEN true ELSE org.rate > {{org_recent_starts(org.org_key)}} END
 ), clock AS MATERIALIZED (
     -- FSH-11: the turn's virtual time: the furthest-behind org served in the last minute (else the furthest ahead).

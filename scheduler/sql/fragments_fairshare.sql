@@ -5,6 +5,13 @@
 (SELECT count(*) FROM __schema__.runs AS active
  WHERE coalesce(active.org_id, '') = {org_key} AND {{holds_slot(active)}})
 
+-- fragment: org_active_runs_up_to(org_key, bound)
+-- FSH-1: org_active_runs, counted no further than `bound` (the claim's cap: it only asks whether, and by how much, the org is under it). Its order (the org holding index's) and LIMIT make the count a plain index scan, which marks a settled run's entry dead the first time it visits its page; a bitmap scan visits that page again on every claim until vacuum (beside many durable waits, a page per settled run).
+(SELECT count(*) FROM (SELECT FROM __schema__.runs AS active
+                       WHERE coalesce(active.org_id, '') = {org_key} AND {{holds_slot(active)}}
+                       ORDER BY coalesce(active.org_id, ''), active.concurrency_key
+                       LIMIT greatest({bound}, 0)) AS held)
+
 -- fragment: key_active_runs(org_key, concurrency_key)
 -- FSH-2: an org's active runs that hold one concurrency key.
 (SELECT count(*) FROM __schema__.runs AS active

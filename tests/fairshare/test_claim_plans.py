@@ -24,7 +24,8 @@ def rows_read(plan: str) -> int:
     """The most rows any node of an analyzed plan produced from runs (a scan of the backlog shows as 20,000)."""
     import re
 
-    return max(int(float(found)) for found in re.findall(r"on runs\b.*?actual rows=([0-9.]+)", plan, re.S) or ["0"])
+    return max(int(float(found)) for found in re.findall(r"on runs\b[^\n]*?\(actual\b[^)\n]*?\brows=([0-9.]+)", plan)
+               or ["0"])
 
 
 def test_choosing_the_orgs__one_probe_per_org__not_a_walk_of_the_backlog(backlog):
@@ -58,3 +59,25 @@ def test_fsh12__a_counted_org_is_read_past_a_full_key_by_its_indexes__not_by_wal
         "default_max_active": None, "take_turns": False, "now_pass": 0}, analyze=True)
     assert "Seq Scan on runs" not in plan, plan
     assert rows_read(plan) <= 16, plan
+
+
+@pytest.mark.requirement("FSH-1")
+@pytest.mark.parametrize("block", ["runs_claim_queued_free", "runs_claim_queued"])
+def test_fsh1__a_capped_org_is_counted_only_up_to_its_cap__by_an_index_scan(block):
+    """2,000 runs holding slots of an org capped at 8: each claim statement counts 8 of them, walking the org
+    holding index in order. An unbounded count was a bitmap scan, which visits a settled run's page on every
+    claim until vacuum (an index scan marks its entry dead the first time)."""
+    from scheduler.fairshare import limits
+
+    query("""INSERT INTO runs (run_id, org_id, play_name, status, launch_json, max_attempts)
+             SELECT 'holding-' || lpad(i::text, 6, '0'), 'org-a', 'play', 'running', '{}', 1
+             FROM generate_series(1, 2000) AS i ORDER BY random();
+             INSERT INTO runs (run_id, org_id, play_name, status, launch_json, max_attempts)
+             VALUES ('next', 'org-a', 'play', 'queued', '{}', 1);
+             ANALYZE runs""")
+    limits.change("org-a", limits.LimitsChange(max_active=8), actor="test")
+    plan = generic_plan(block, {"limit": 32, "lease_seconds": 300, "orgs": ["org-a"], "default_max_active": None,
+                                "take_turns": True, "now_pass": 0}, analyze=True)
+    assert "Bitmap Heap Scan on runs active" not in plan, plan
+    assert "Index Scan using runtime_scheduler_runs_org_holding_idx on runs active" in plan, plan
+    assert rows_read(plan) <= 8, plan
