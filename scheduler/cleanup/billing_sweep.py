@@ -22,10 +22,10 @@ class BillingTick:
 
 def run_once(lease_owner: str, limit: int = 20, now=None) -> BillingTick:
     result = BillingTick()
-    claimed = billing.claim(lease_owner, limit, now)
-    result.counts["claimed"] = len(claimed)
-    # Issue 47: the tick's jobs share one statement (and one commit), each still fenced on its own lease.
-    for row in billing.finalize_all(claimed, lease_owner, now):
+    # Issue 47: the tick's jobs are locked and finalized in one statement (one commit, no lease written between).
+    rows = billing.finalize_due(lease_owner, limit, now)
+    result.counts["claimed"] = len(rows)
+    for row in rows:
         result.counts["billed"] += row["items_written"]
         if row["status"] == "finalized":
             result.counts["finalized"] += 1

@@ -1,35 +1,17 @@
--- name: compute_billing_claim
--- Lease due pending billing jobs, SKIP LOCKED (BIL-1).
+-- name: compute_billing_finalize_due
+-- Lock up to `limit` due pending billing jobs no live lease holds (SKIP LOCKED) and, in the same statement, turn their terminal runs' runtime resources into billing items, idempotent by adjustment id; a late resource (no billingEndedAt) waits for confirmed cleanup or its ceiling, then is billed at most timeoutSeconds + grace; a job whose run is not terminal is leased for lease_seconds, as a claim would have; one answer per locked job, by run id (BIL-1).
 -- plan: generic
--- Planned once: a scan of the pending-only due index fits every parameter, and planning it on every call cost
--- more than running it. The leased rows are found again by key (= ANY of the locked ids): joined to the CTE,
--- a generic plan (which guesses a tenth of the due jobs for an unknown limit) hashed the whole table instead.
-WITH due AS (
+-- One statement, so no lease is written between a claim and its finalize (issue 47: a commit and an update of
+-- the job a run); a job an older release's worker leased is left to that lease. The locked jobs are found again
+-- by key (= ANY of their ids): joined to the CTE, a generic plan (which guesses a tenth of the due jobs for an
+-- unknown limit) hashed the whole table instead.
+WITH job AS MATERIALIZED (
     SELECT job.run_id FROM __schema__.compute_billing_jobs_v2 AS job
     WHERE job.status = 'pending' AND job.available_at <= coalesce(%(now)s::timestamptz, now())
       AND (job.lease_owner IS NULL OR job.lease_expires_at <= coalesce(%(now)s::timestamptz, now()))
     ORDER BY job.available_at, job.run_id
     LIMIT %(limit)s::integer
     FOR UPDATE SKIP LOCKED
-)
-UPDATE __schema__.compute_billing_jobs_v2 AS job
-SET lease_owner = %(lease_owner)s::text,
-    lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::double precision),
-    attempt_count = job.attempt_count + 1, updated_at = now()
-WHERE job.run_id = ANY (ARRAY(SELECT due.run_id FROM due))
-RETURNING job.run_id;
-
--- name: compute_billing_finalize
--- Turn terminal runs' runtime resources into billing items, idempotent by adjustment id, many jobs in one statement, each fenced on its own (pending, this worker's lease, its run terminal); a late resource (no billingEndedAt) waits for confirmed cleanup or its ceiling, then is billed at most timeoutSeconds + grace; one answer per given run, in input order (BIL-1).
--- plan: generic
-WITH given AS MATERIALIZED (
-    SELECT * FROM unnest(%(run_ids)s::text[]) WITH ORDINALITY AS given(run_id, position)
-), job AS MATERIALIZED (
-    SELECT job.run_id FROM __schema__.compute_billing_jobs_v2 AS job
-    WHERE job.run_id IN (SELECT given.run_id FROM given) AND job.status = 'pending'
-      AND job.lease_owner = %(lease_owner)s::text
-    ORDER BY job.run_id
-    FOR UPDATE
 ), clock AS MATERIALIZED (
     SELECT (extract(epoch FROM coalesce(%(now)s::timestamptz, clock_timestamp())) * 1000)::bigint AS now_ms
 ), billed_run AS MATERIALIZED (
@@ -38,8 +20,7 @@ WITH given AS MATERIALIZED (
                 THEN (run.launch_json #>> '{contractSnapshot,sandbox,timeoutSeconds}')::bigint
                 ELSE %(default_timeout_seconds)s::bigint END AS timeout_seconds
     FROM __schema__.runs AS run
-    JOIN job ON job.run_id = run.run_id
-    WHERE run.status IN ('completed', 'failed', 'cancelled')
+    WHERE run.run_id = ANY (ARRAY(SELECT job.run_id FROM job)) AND run.status IN ('completed', 'failed', 'cancelled')
 ), resources AS MATERIALIZED (
     SELECT billed_run.run_id, billed_run.org_id, item.resource,
            (item.resource ->> 'billingStartedAt')::bigint AS started_ms,
@@ -83,26 +64,35 @@ WITH given AS MATERIALIZED (
     ON CONFLICT (adjustment_session_id) DO NOTHING
     RETURNING run_id
 ), settled_job AS (
+    -- A job's run is terminal when it is in `waiting` (billed now when its until_ms is null); each is looked up by
+    -- key in that CTE, not joined: a generic plan hashed the locked jobs for a join.
     UPDATE __schema__.compute_billing_jobs_v2 AS billing
-    SET status = CASE WHEN waiting.until_ms IS NULL THEN 'finalized' ELSE 'pending' END,
-        finalized_at = CASE WHEN waiting.until_ms IS NULL THEN now() END,
+    SET status = CASE WHEN billing.run_id IN (SELECT waiting.run_id FROM waiting WHERE waiting.until_ms IS NULL)
+                      THEN 'finalized' ELSE 'pending' END,
+        finalized_at = CASE WHEN billing.run_id IN (SELECT waiting.run_id FROM waiting WHERE waiting.until_ms IS NULL)
+                            THEN now() END,
         -- A waiting job looks again within %(recheck_seconds)s even before its ceiling: a cleanup that confirmed
         -- after this statement's snapshot was taken, but whose nudge of available_at this write then replaced,
         -- would otherwise leave the run unbilled until its ceiling.
-        available_at = CASE WHEN waiting.until_ms IS NULL THEN billing.available_at
-                            ELSE to_timestamp(least(waiting.until_ms, clock.now_ms + %(recheck_seconds)s::bigint * 1000)
-                                              / 1000.0) END,
-        last_error = CASE WHEN waiting.until_ms IS NULL THEN NULL
-                          ELSE 'late runtime resource waits for confirmed cleanup or its billing ceiling' END,
-        lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
-    FROM waiting CROSS JOIN clock
-    WHERE billing.run_id = waiting.run_id
+        available_at = coalesce((SELECT to_timestamp(least(waiting.until_ms,
+                                                           clock.now_ms + %(recheck_seconds)s::bigint * 1000) / 1000.0)
+                                 FROM waiting WHERE waiting.run_id = billing.run_id AND waiting.until_ms IS NOT NULL),
+                                billing.available_at),
+        last_error = CASE WHEN billing.run_id IN (SELECT waiting.run_id FROM waiting WHERE waiting.until_ms IS NOT NULL)
+                          THEN 'late runtime resource waits for confirmed cleanup or its billing ceiling' END,
+        -- A run not terminal yet: leased, as a claim would have, so the next ticks do not take it again at once.
+        lease_owner = CASE WHEN billing.run_id IN (SELECT waiting.run_id FROM waiting) THEN NULL
+                           ELSE %(lease_owner)s::text END,
+        lease_expires_at = CASE WHEN billing.run_id IN (SELECT waiting.run_id FROM waiting) THEN NULL
+                                ELSE now() + make_interval(secs => %(lease_seconds)s::double precision) END,
+        attempt_count = billing.attempt_count + 1, updated_at = now()
+    FROM clock
+    WHERE billing.run_id = ANY (ARRAY(SELECT job.run_id FROM job))
     RETURNING billing.run_id, billing.status
 )
-SELECT given.run_id, settled_job.status,
-       (SELECT count(*) FROM items WHERE items.run_id = given.run_id) AS items_written,
+SELECT settled_job.run_id, CASE WHEN waiting.run_id IS NOT NULL THEN settled_job.status END AS status,
+       (SELECT count(*) FROM items WHERE items.run_id = settled_job.run_id) AS items_written,
        waiting.until_ms AS waiting_until_ms
-FROM given
-LEFT JOIN settled_job ON settled_job.run_id = given.run_id
-LEFT JOIN waiting ON waiting.run_id = given.run_id
-ORDER BY given.position;
+FROM settled_job
+LEFT JOIN waiting ON waiting.run_id = settled_job.run_id
+ORDER BY settled_job.run_id;

@@ -87,7 +87,7 @@ def due_backlog():
         """)
 
 
-@pytest.mark.parametrize("name", ["compute_billing_claim", "sandbox_cleanup_claim"])
+@pytest.mark.parametrize("name", ["compute_billing_finalize_due", "sandbox_cleanup_claim"])
 def test_generic_plan__a_claim_finds_what_it_locked_by_key_however_large_the_backlog(due_backlog, name):
     plan = generic_plan(name)
     assert "Seq Scan on" not in plan and "Hash Join" not in plan, plan
