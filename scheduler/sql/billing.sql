@@ -64,27 +64,28 @@ WITH job AS MATERIALIZED (
     ON CONFLICT (adjustment_session_id) DO NOTHING
     RETURNING run_id
 ), settled_job AS (
-    -- A job's run is terminal when it is in `waiting` (billed now when its until_ms is null); each is looked up by
-    -- key in that CTE, not joined: a generic plan hashed the locked jobs for a join.
+    -- Each job's run looked up once, by key, in `waiting` (terminal when found; billed now when its until_ms is
+    -- null): a row subquery, not a join, since a generic plan hashed the locked jobs for a join.
     UPDATE __schema__.compute_billing_jobs_v2 AS billing
-    SET status = CASE WHEN billing.run_id IN (SELECT waiting.run_id FROM waiting WHERE waiting.until_ms IS NULL)
-                      THEN 'finalized' ELSE 'pending' END,
-        finalized_at = CASE WHEN billing.run_id IN (SELECT waiting.run_id FROM waiting WHERE waiting.until_ms IS NULL)
-                            THEN now() END,
-        -- A waiting job looks again within %(recheck_seconds)s even before its ceiling: a cleanup that confirmed
-        -- after this statement's snapshot was taken, but whose nudge of available_at this write then replaced,
-        -- would otherwise leave the run unbilled until its ceiling.
-        available_at = coalesce((SELECT to_timestamp(least(waiting.until_ms,
-                                                           clock.now_ms + %(recheck_seconds)s::bigint * 1000) / 1000.0)
-                                 FROM waiting WHERE waiting.run_id = billing.run_id AND waiting.until_ms IS NOT NULL),
-                                billing.available_at),
-        last_error = CASE WHEN billing.run_id IN (SELECT waiting.run_id FROM waiting WHERE waiting.until_ms IS NOT NULL)
-                          THEN 'late runtime resource waits for confirmed cleanup or its billing ceiling' END,
-        -- A run not terminal yet: leased, as a claim would have, so the next ticks do not take it again at once.
-        lease_owner = CASE WHEN billing.run_id IN (SELECT waiting.run_id FROM waiting) THEN NULL
-                           ELSE %(lease_owner)s::text END,
-        lease_expires_at = CASE WHEN billing.run_id IN (SELECT waiting.run_id FROM waiting) THEN NULL
-                                ELSE now() + make_interval(secs => %(lease_seconds)s::double precision) END,
+    SET (status, finalized_at, available_at, last_error, lease_owner, lease_expires_at) = (
+            SELECT CASE WHEN decided.billed THEN 'finalized' ELSE 'pending' END,
+                   CASE WHEN decided.billed THEN now() END,
+                   -- A waiting job looks again within %(recheck_seconds)s even before its ceiling: a cleanup that
+                   -- confirmed after this statement's snapshot was taken, but whose nudge of available_at this
+                   -- write then replaced, would otherwise leave the run unbilled until its ceiling.
+                   CASE WHEN decided.until_ms IS NULL THEN billing.available_at
+                        ELSE to_timestamp(least(decided.until_ms, clock.now_ms + %(recheck_seconds)s::bigint * 1000)
+                                          / 1000.0) END,
+                   CASE WHEN decided.until_ms IS NOT NULL
+                        THEN 'late runtime resource waits for confirmed cleanup or its billing ceiling' END,
+                   -- A run not terminal yet: leased, as a claim would have, so the next ticks leave it alone.
+                   CASE WHEN NOT decided.terminal THEN %(lease_owner)s::text END,
+                   CASE WHEN NOT decided.terminal
+                        THEN now() + make_interval(secs => %(lease_seconds)s::double precision) END
+            FROM (SELECT waiting.run_id IS NOT NULL AS terminal,
+                         waiting.run_id IS NOT NULL AND waiting.until_ms IS NULL AS billed, waiting.until_ms
+                  FROM (SELECT 1) AS one
+                  LEFT JOIN waiting ON waiting.run_id = billing.run_id) AS decided),
         attempt_count = billing.attempt_count + 1, updated_at = now()
     FROM clock
     WHERE billing.run_id = ANY (ARRAY(SELECT job.run_id FROM job))
