@@ -22,6 +22,7 @@ from pathlib import Path
 
 import capacity_fakes
 import harness
+from worker_logs import WorkerLogs
 
 ORG = capacity_fakes.ORG
 KINDS = {"dispatch": ["dispatch_runs", "--interval", "0.5"], "drain": ["drain_outbox", "--interval", "0.5"],
@@ -68,12 +69,13 @@ class Stack:
         self.env = env
         self.project_dir = project_dir  # another release's tree runs the workers of that release
         self.spent = dict.fromkeys(KINDS, 0.0)
+        self.logs = WorkerLogs()
         self.processes = {kind: self._start(kind) for kind in KINDS}
 
     def _start(self, kind: str) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, str(self.project_dir / "manage.py"), *KINDS[kind]],
-                                cwd=self.project_dir, env=self.env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        with self.logs.open(kind) as log:
+            return subprocess.Popen([sys.executable, str(self.project_dir / "manage.py"), *KINDS[kind]],
+                                    cwd=self.project_dir, env=self.env, stdout=log, stderr=log)
 
     def kill(self, kind: str) -> None:
         process = self.processes[kind]
@@ -90,6 +92,7 @@ class Stack:
             process.terminate()
         for process in self.processes.values():
             process.wait(60)
+        self.logs.discard_if_quiet()
 
 
 def _survive(work, stop: threading.Event) -> None:

@@ -15,6 +15,7 @@ import capacity_fakes
 import harness
 import stage_latency
 import statement_names
+import worker_logs
 
 FIRST_RATE, GROWTH, MOST_STEPS, REFINE_STEPS = 20.0, 1.25, 16, 2
 # Issue 47's targets: 2.5x the whole runs this machine sustained before it (95/s), at no more than 3.0 ms of
@@ -33,6 +34,7 @@ def measure_step(load, stack, pgdata: Path, rate: float, seconds: float, fakes: 
     since, cpu, server, python = time.time(), stack.cpu(), capacity.server_cpu(pgdata), time.process_time()
     faked = {name: capacity.process_cpu(pid) for name, pid in fakes.items()}
     commits, wal, images = capacity.commits_and_wal()
+    warned = stack.logs.warnings()
     time.sleep(seconds)
     seen = capacity.window(since)
     statements, top = capacity.statement_time()
@@ -50,7 +52,8 @@ def measure_step(load, stack, pgdata: Path, rate: float, seconds: float, fakes: 
             "full_page_images": (images_after - images) / done,
             "top": [(calls, total / done, text) for calls, total, text in top], "cpu_ms": cpu_ms,
             "memory_mb": {kind: resident_mb(process.pid) for kind, process in stack.processes.items()},
-            "lag_by_fact_s": seen["lag_by_fact_s"], "sustained": completed >= 0.95 * rate and seen["lag_s"] <= 1.0}
+            "lag_by_fact_s": seen["lag_by_fact_s"], "sustained": completed >= 0.95 * rate and seen["lag_s"] <= 1.0,
+            "warnings": worker_logs.since(warned, stack.logs.warnings())}
 
 
 def resident_mb(pid: int) -> float:
@@ -98,6 +101,9 @@ def _step(load, stack, pgdata: Path, rate: float, seconds: float, fakes: dict[st
     print("    delivery lag p99 by fact: " + ", ".join(f"{fact} {lag * 1000:.0f} ms" for fact, lag in lags), flush=True)
     print("    workers' resident memory: " + ", ".join(f"{kind} {mb:.0f} MB" for kind, mb in step["memory_mb"].items()),
           flush=True)
+    if step["warnings"]:
+        print("    workers' warnings in it: " + ", ".join(f"{kind} {count}" for kind, count in step["warnings"].items())
+              + f" (their logs: {stack.logs.directory})", flush=True)
     return step
 
 
@@ -174,6 +180,9 @@ def main(args) -> None:
             time.sleep(3)
             held = 0.8 * highest
             rates, events = hold_with_chaos(load, stack, server, held, minutes)
+            warned = worker_logs.since({}, stack.logs.warnings())
+            events.append("workers' warnings in the hold: " + (", ".join(f"{kind} {count}" for kind, count in
+                          warned.items()) or "none") + f" (their logs: {stack.logs.directory})")
             # Launches stopped; the runners go on reporting for what is still parked until everything settled.
             finished = capacity_checks.settled()  # what is still outstanding
         finally:
