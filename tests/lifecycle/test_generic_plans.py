@@ -67,9 +67,13 @@ def due_backlog():
     """A backlog due at once beside a long history (the deleted jobs' events too: an empty, vacuumed event log,
     which earlier tests can leave, makes a scan of it cost nothing): the statistics under which a generic plan,
     guessing a tenth of the due jobs for an unknown limit, hashed the whole table to find the jobs its claim had
-    just locked."""
+    just locked. Every billing job's run is there as well: a runs table that earlier tests left empty and analyzed
+    costs nothing to scan (one CI run had those statistics), which no database holding this backlog's runs says."""
     with connection.cursor() as cursor:
         cursor.execute("""
+            INSERT INTO runs (run_id, org_id, play_name, status, launch_json, max_attempts, finished_at)
+            SELECT 'billed-' || i, 'org', 'p', 'completed', '{}', 1, now() - interval '1 minute'
+            FROM generate_series(1, 120000) AS i;
             INSERT INTO compute_billing_jobs_v2 (run_id, status, available_at)
             SELECT 'billed-' || i, CASE WHEN i <= 100000 THEN 'finalized' ELSE 'pending' END,
                    now() - interval '1 minute' + i * interval '1 millisecond'
@@ -83,14 +87,34 @@ def due_backlog():
             SELECT 'event-' || i || '-' || kind, 'daytona', 'sandbox-' || i, 'run-' || i, 1, kind
             FROM generate_series(1, 20000) AS i,
                  unnest(ARRAY['provider_delete_accepted', 'provider_delete_confirmed']) AS kind;
-            ANALYZE compute_billing_jobs_v2; ANALYZE sandbox_cleanup_jobs_v2; ANALYZE sandbox_cleanup_events_v2;
+            ANALYZE runs; ANALYZE compute_billing_jobs_v2; ANALYZE sandbox_cleanup_jobs_v2;
+            ANALYZE sandbox_cleanup_events_v2;
         """)
+
+
+def hashed_tables(plan: str) -> list[str]:
+    """The scans of a table under a Hash node: a join that hashes a table reads all of it. A hash of a CTE's few
+    rows (the jobs just locked, their runs) is a join of what the statement already holds, and is left alone."""
+    lines, found = plan.splitlines(), []
+    for number, line in enumerate(lines):
+        if not line.lstrip().startswith("->  Hash  "):
+            continue
+        depth = len(line) - len(line.lstrip())
+        for child in lines[number + 1:]:
+            if len(child) - len(child.lstrip()) <= depth:
+                break
+            if " Scan " in child and " on " in child and not any(kind in child for kind in TUPLE_SOURCES):
+                found.append(child.strip())
+    return found
+
+
+TUPLE_SOURCES = ("CTE Scan", "Function Scan", "WorkTable Scan", "Values Scan", "Subquery Scan")
 
 
 @pytest.mark.parametrize("name", ["compute_billing_finalize_due", "sandbox_cleanup_claim"])
 def test_generic_plan__a_claim_finds_what_it_locked_by_key_however_large_the_backlog(due_backlog, name):
     plan = generic_plan(name)
-    assert "Seq Scan on" not in plan and "Hash Join" not in plan, plan
+    assert "Seq Scan on" not in plan and not hashed_tables(plan), plan
 
 
 @pytest.mark.requirement("RUN-10")
