@@ -8,7 +8,8 @@ bench starts a private one with the extension preloaded (a commit's wait for its
 the statements'; pg_stat_database.active_time, which counts it, is shown beside). Every phase runs on this
 process's one connection, so the statement counters are this work's alone; the WAL position is the server's,
 so autovacuum's and checkpoints' WAL during a phase counts too (on PostgreSQL 18 the WAL this connection wrote is
-shown beside it). Targets: at most 2 ms of server time and 16 KB of WAL per run.
+shown beside it). Targets: at most 2 ms of server time and 16 KB of WAL per run. Beside them, the floor under
+this schema (cost_floor.py): the same runs' rows written by plain statements in the same transactions.
 
 Run: ./dev bench cost [--quick] [--check]   (by hand, never in CI)
 """
@@ -21,6 +22,7 @@ import os
 import sys
 import time
 
+import cost_floor
 import harness
 import statement_names
 from cost_wal import index_entries, wal_by_kind, wal_by_table, wal_position
@@ -187,6 +189,17 @@ def phase_rows(totals: dict[str, list], runs: int) -> list[tuple]:
     return rows
 
 
+def floor_rows(floor: dict[str, list], production: dict[str, list], runs: int) -> list[tuple]:
+    rows, sums = [], [0.0] * 4
+    for phase in PHASES:
+        commits, wal, statements = floor[phase]
+        figures = (wal / runs / 1024, production[phase][1] / runs / 1024, statements / runs, production[phase][2] / runs)
+        sums = [total + figure for total, figure in zip(sums, figures)]
+        rows.append((phase, f"{commits / runs:.0f}", *(f"{figure:.2f}" for figure in figures)))
+    return rows + [("whole run", f"{sum(floor[phase][0] for phase in PHASES) / runs:.0f}",
+                    *(f"{total:.2f}" for total in sums))]
+
+
 def main():
     args = harness.arguments("50 runs instead of 300").parse_args()
     runs = 50 if args.quick else RUNS
@@ -217,6 +230,9 @@ def main():
             by_table, by_kind = wal_by_table(wal_start, wal_end, runs), wal_by_kind(wal_start, wal_end, runs)
             entries = index_entries(wal_start, wal_end, runs)
             top, kept = top_statements(20), kept_rows(run_ids)
+            with connections["default"].cursor() as cursor:
+                sources = cost_floor.run_rows(cursor, run_ids)
+            floor = cost_floor.measure(harness.conninfo(os.environ["DATABASE_URL"]), sources, runs)
             settings.SCHEDULER_PREPARE_STATEMENTS = False
             connections.close_all()
             unprepared = measured_runs(fake, runs, 2 * runs, external)
@@ -253,6 +269,10 @@ def main():
                         + entries)
     harness.print_table("the rows a finished run keeps (external path) and why each is required",
                         [("table", "rows a run", "average size", "why")] + kept)
+    harness.print_table("the floor: the same rows written by plain statements in the same transactions (no read, "
+                        "no fence; bench/cost_floor.py), against the production's",
+                        [("phase", "commits", "WAL KB", "production's", "statement ms", "production's")]
+                        + floor_rows(floor, prepared, runs))
     harness.report(f"the database cost of one run ({runs} runs each way)", rows, args.check)
 
 
