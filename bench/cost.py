@@ -192,12 +192,17 @@ def phase_rows(totals: dict[str, list], runs: int) -> list[tuple]:
 def floor_rows(floor: dict[str, list], production: dict[str, list], runs: int) -> list[tuple]:
     rows, sums = [], [0.0] * 4
     for phase in PHASES:
-        commits, wal, statements = floor[phase]
+        commits, wal, statements, _ = floor[phase]
         figures = (wal / runs / 1024, production[phase][1] / runs / 1024, statements / runs, production[phase][2] / runs)
         sums = [total + figure for total, figure in zip(sums, figures)]
         rows.append((phase, f"{commits / runs:.0f}", *(f"{figure:.2f}" for figure in figures)))
-    return rows + [("whole run", f"{sum(floor[phase][0] for phase in PHASES) / runs:.0f}",
-                    *(f"{total:.2f}" for total in sums))]
+    own = sum(floor[phase][3] for phase in PHASES) / runs / 1024
+    rows.append(("whole run", f"{sum(floor[phase][0] for phase in PHASES) / runs:.0f}",
+                 *(f"{total:.2f}" for total in sums)))
+    if own:
+        rows.append(("  of which its own statements' WAL", "", f"{own:.2f}",
+                     f"{whole(production, 5, runs) / 1024:.2f}", "", ""))
+    return rows
 
 
 def main():

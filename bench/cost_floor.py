@@ -147,19 +147,24 @@ class Run:
 
 COUNTERS = f"""SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint,
                       (SELECT coalesce(sum(total_plan_time + total_exec_time), 0) FROM pg_stat_statements
-                        WHERE query LIKE '%% {MARK} %%' AND query NOT LIKE '%%pg_stat_statements%%')"""
+                        WHERE query LIKE '%% {MARK} %%' AND query NOT LIKE '%%pg_stat_statements%%'),
+                      {{own_wal}}"""
+# PostgreSQL 18 counts WAL per backend: the floor's own statements', without autovacuum's and checkpoints'.
+OWN_WAL = "(SELECT wal_bytes FROM pg_stat_get_backend_wal(pg_backend_pid()))::bigint"
 
 
 def measure(conninfo: str, sources: list[dict], runs: int) -> dict[str, list]:
-    """Per phase, the summed (commits, WAL bytes, statement ms) of `runs` runs' plain writes (`sources` reused
-    in turn, renamed), on a connection of its own."""
+    """Per phase, the summed (commits, WAL bytes, statement ms, WAL bytes this connection wrote (0 before
+    PostgreSQL 18)) of `runs` runs' plain writes (`sources` reused in turn, renamed), on a connection of its own."""
     totals: dict[str, list] = {}
     options = f"-c search_path={SCHEMA},public -c plan_cache_mode=force_generic_plan"
     with psycopg.connect(conninfo, autocommit=True, options=options) as conn:
+        query = COUNTERS.format(own_wal=OWN_WAL if conn.info.server_version >= 180000 else "0")
+
         def counters():
             conn.execute("SELECT pg_stat_force_next_flush()")
-            wal, statements = conn.execute(COUNTERS).fetchone()
-            return int(wal), float(statements)
+            wal, statements, own = conn.execute(query).fetchone()
+            return int(wal), float(statements), int(own)
 
         for index in range(runs):
             for phase, statements in Run(renamed(sources[index % len(sources)], index)).phases():
@@ -168,8 +173,8 @@ def measure(conninfo: str, sources: list[dict], runs: int) -> dict[str, list]:
                     for text, values in statements:
                         conn.execute(text, values, prepare=True)
                 after = counters()
-                total = totals.setdefault(phase, [0, 0, 0.0])
+                total = totals.setdefault(phase, [0, 0, 0.0, 0])
                 total[0] += 1
-                total[1] += after[0] - before[0]
-                total[2] += after[1] - before[1]
+                for slot in (1, 2, 3):
+                    total[slot] += after[slot - 1] - before[slot - 1]
     return totals
