@@ -24,9 +24,10 @@ SELECT (SELECT count(*) FROM (
 -- made so took 105 s to list 16 runs of a 50,000-fact backlog that arrived before autovacuum's next analyze, its
 -- outbox scans nested; planned per call, 1 ms. Planning is most of a call's cost (0.47 of 0.52 ms): it buys that.
 -- A generic form guarded by the statistics' fit to the outbox cut a run's delivery from 0.70 to 0.45 ms of statement
--- time, but the soak's queue stage p99 at 37.3 runs/s read 9.1 ms against 6.2 (five interleaved arms each), most
--- likely because the drainer, sooner at a just-launched run's lock, made the dispatcher's claim skip it (SKIP
--- LOCKED) and look again. A faster listing needs that race settled first.)
+-- time, but the soak's queue stage p99 at 37.3 runs/s read 9.1 ms against 6.2 (five interleaved arms each): the
+-- drainer, sooner at a just-launched run's lock, made the dispatcher's claim skip it (SKIP LOCKED) and look again
+-- (claims that chose an org and took nothing: 65-104 an arm of about 1,000 runs, against 15-20). A faster listing
+-- needs that race settled first.)
 WITH candidate_runs AS (
 {{ready_listing_small_classes()}}
     UNION
