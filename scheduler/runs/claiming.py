@@ -34,6 +34,9 @@ class Claims(list):
     """The runs one claim took, and whether the queue may hold more for an immediate next claim."""
 
     more: bool = False
+    # The claim chose orgs nobody counts and took none of their runs: each was locked (SKIP LOCKED), most often by
+    # a drainer delivering its run.created (OBX-5) for a millisecond or two, or by another dispatcher's claim.
+    skipped: bool = False
 
 
 def _claims(rows: list[dict]) -> list[Claim]:
@@ -73,4 +76,5 @@ def claim_queued_runs(limit: int = 1, lease_seconds: float | None = None) -> Cla
     for claim in claims:
         taken[claim.org_id or ""] = taken.get(claim.org_id or "", 0) + 1
     claims.more = len(claims) >= limit or open_orgs > chosen or (chosen > 1 and share in taken.values())
+    claims.skipped = not claims and chosen > len(meta["counted_orgs"] or [])
     return claims

@@ -178,6 +178,7 @@ class DispatchPool:
         self._in_flight = 0
         self._finished = DispatchTick()
         self._slot_freed = threading.Event()
+        self._looked_again = False  # the last tick was a look again after a claim that skipped locked runs
         # At most one park per start slot can be waiting, so a batch never needs to be larger.
         self._parker = StatementBatcher(lifecycle.park_all, max_batch=self.max_starts, name="dispatch-parker")
 
@@ -198,8 +199,14 @@ class DispatchPool:
         # tick then keep the dispatcher claiming, where arming its wake signal and waiting for the NOTIFY cost each
         # launch two more statements and a notifying commit (paced p50 22 -> 12 ms at 80% of its start rate). The
         # first look that finds nothing arms the signal. A partial claim's next look waits out the loop's cooldown
-        # (SCHEDULER_DISPATCH_COOLDOWN_MS), so the launches of those milliseconds share one claim.
-        return Tick(self._take_counts(len(claims)), again=bool(claims), partial=0 < len(claims) < wanted)
+        # (SCHEDULER_DISPATCH_COOLDOWN_MS), so the launches of those milliseconds share one claim. A claim that
+        # chose runs and took none, each locked for a moment (claims.skipped), looks again once after the cooldown:
+        # the NOTIFY that woke it is spent, so the run would otherwise wait for the next launch or the interval.
+        # Once only: a lock held long (a stuck transaction) must not keep the dispatcher looking every cooldown.
+        look_again = claims.skipped and not self._looked_again
+        self._looked_again = look_again
+        return Tick(self._take_counts(len(claims)), again=bool(claims),
+                    partial=0 < len(claims) < wanted or look_again)
 
     def _start(self, claim: lifecycle.Claim) -> None:
         partial = DispatchTick()

@@ -63,6 +63,32 @@ def test_a_tick_that_claimed_anything_looks_again_and_one_that_found_nothing_wai
         pool.close()
 
 
+@pytest.mark.requirement("RUN-2")
+def test_a_claim_whose_runs_were_all_locked_looks_again_once_after_the_cooldown(daytona):
+    """A drainer locks a just-launched run for a moment to deliver its run.created (OBX-5); the claim skips it
+    (SKIP LOCKED). The dispatcher's wake was spent on that launch, so it looks again after its cooldown rather than
+    wait for the next launch; once only, so a lock held long does not keep it looking."""
+    from tests.support import connect
+
+    run_id = launch(1)[0]
+    pool = dispatch.DispatchPool(4)
+    try:
+        with connect(autocommit=False) as holder:
+            holder.execute("SELECT 1 FROM runtime_scheduler.runs WHERE run_id = %s FOR NO KEY UPDATE", [run_id])
+            skipped = pool.tick(4)
+            assert skipped.counts["claimed"] == 0 and skipped.partial and not skipped.again
+            still = pool.tick(4)
+            assert still.counts["claimed"] == 0 and not still.partial  # once: then arm and wait, as when idle
+            again = pool.tick(4)
+            assert again.counts["claimed"] == 0 and again.partial  # a new skip after a plain look: once more
+            holder.rollback()
+        claimed = pool.tick(4)
+        assert claimed.counts["claimed"] == 1
+        assert pool.tick(4).partial is False  # nothing queued, nothing locked: no look again
+    finally:
+        pool.close()
+
+
 def test_a_start_that_raises_in_its_thread_frees_its_slot(daytona, monkeypatch):
     launch(1)
     monkeypatch.setattr(dispatch, "dispatch_claim", lambda claim, result, park: 1 / 0)
