@@ -38,21 +38,37 @@ INTENT_COLUMN = "array_input_started"
 DeliverHere = Callable[[list[Prefix]], list[Prefix]]
 
 
+class _Statistics:
+    """Whether the last lane survey in this process found the outbox's statistics describing it (issue 47): the
+    next survey then runs its generic form. Until a survey says so (at start, and after one that found a backlog
+    the statistics have not seen), surveys are planned per call, as the listings are whenever their own look's
+    survey did not find the statistics fit."""
+
+    fit = False
+
+
 def list_ready_runs(lane: Lane, head_priority: HeadPriority, limit: int, exclude_run_ids: list[str] = ()) -> list[dict]:
     """Runs whose lane head is ready, in the order asked for (OBX-4): with admission_first, each of the terminal
     and wait classes is enumerated while small, its heads walked in age order when large (both exact); nothing,
     without listing, when the lane's survey finds no fact that could head a ready run."""
     admission_first = HeadPriority(head_priority) is HeadPriority.ADMISSION_FIRST
-    survey = db.fetch_one("outbox_survey_lane", {"lane": Lane(lane), "bound": ENUMERATION_BOUND,
-                                                 "admission_first": admission_first})
+    survey = db.fetch_one("outbox_survey_lane_generic" if _Statistics.fit else "outbox_survey_lane", {
+        "lane": Lane(lane), "bound": ENUMERATION_BOUND, "admission_first": admission_first})
+    _Statistics.fit = bool(survey["statistics_fit"])
     if not survey["any_ready"]:
         return []  # no fact could head a ready run: the listing, the larger statement, would find none
     ways = {**_class_ways("terminals", survey["terminals"]), **_class_ways("waits", survey["waits"])}
-    # A smaller statement for the usual case: planned on every call, its size is its cost.
-    statement = "outbox_list_ready_runs_walking" if ways["walk_terminals"] or ways["walk_waits"] \
-        else "outbox_list_ready_runs"
-    return db.fetch_all(statement, {"lane": Lane(lane), "admission_first": admission_first, "limit": limit,
-                                    "exclude_run_ids": list(exclude_run_ids), **ways})
+    return db.fetch_all(_listing(ways, survey["statistics_fit"]), {
+        "lane": Lane(lane), "admission_first": admission_first, "limit": limit,
+        "exclude_run_ids": list(exclude_run_ids), **ways})
+
+
+def _listing(ways: dict[str, bool], statistics_fit: bool) -> str:
+    """The listing statement for a look: the walking one for a large class (rare: planned per call); else the
+    usual one, planned once per connection while the statistics fit the outbox, per call otherwise."""
+    if ways["walk_terminals"] or ways["walk_waits"]:
+        return "outbox_list_ready_runs_walking"
+    return "outbox_list_ready_runs_generic" if statistics_fit else "outbox_list_ready_runs"
 
 
 def _class_ways(name: str, pending: int) -> dict[str, bool]:

@@ -151,3 +151,34 @@ LIMIT %(limit)s::integer
                OFFSET 0)
    AND NOT (head.run_id = ANY (%(exclude_run_ids)s::text[]))
  ORDER BY head.created_at, head.event_id LIMIT %(limit)s::integer)
+
+-- fragment: lane_survey()
+-- OBX-4 (issue 47): the lane survey's answer (outbox_survey_lane says what each column is for).
+SELECT (SELECT count(*) FROM (
+            SELECT 1 FROM __schema__.outbox AS fact
+            WHERE %(admission_first)s::boolean
+              AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
+              AND fact.event_type IN ('run.completed', 'run.failed', 'run.cancelled')
+            LIMIT %(bound)s::integer + 1) AS bounded) AS terminals,
+       (SELECT count(*) FROM (
+            SELECT 1 FROM __schema__.outbox AS fact
+            WHERE %(admission_first)s::boolean AND %(lane)s::text = 'ledger'
+              AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL AND fact.event_type = 'run.waiting'
+            LIMIT %(bound)s::integer + 1) AS bounded) AS waits,
+       -- Each condition is one a ready head meets itself (ready_head): a necessary condition, so "none" is exact.
+       -- Walked in the ready index's order (an EXISTS would drop the order): whatever the statistics, a walk of
+       -- the undelivered facts from the oldest, never a scan of the delivered history.
+       coalesce((SELECT true FROM __schema__.outbox AS fact
+                 WHERE {{due_fact(fact)}}
+                   AND NOT ({{live_lease(fact)}})
+                 ORDER BY fact.lane, fact.created_at, fact.event_id LIMIT 1), false) AS any_ready,
+       -- A plan is costed for the pages its relations had when it was made, at least those the statistics
+       -- counted (a change of statistics discards it); within twice those, its costs are within that factor.
+       (SELECT coalesce(bool_and(pg_catalog.pg_relation_size(rel.oid)
+                                 <= (2 * rel.relpages::bigint + 8) * pg_catalog.current_setting('block_size')::bigint),
+                        false)
+        FROM pg_catalog.pg_class AS rel
+        WHERE rel.oid = ANY (ARRAY(SELECT pg_catalog.to_regclass('__schema__.outbox')::oid
+                                   UNION ALL
+                                   SELECT ind.indexrelid FROM pg_catalog.pg_index AS ind
+                                   WHERE ind.indrelid = pg_catalog.to_regclass('__schema__.outbox')))) AS statistics_fit

@@ -1,33 +1,33 @@
 -- name: outbox_survey_lane
--- Before a listing (OBX-4): how many runs hold a pending terminal, and a pending wait (ledger lane), each counted only up to `bound` + 1 (an index range, no more), for admission_first only: the listing enumerates a class this small, and walks heads for a larger one; and whether any fact of the lane could head a ready run at all (undelivered, not failed, due, under no live lease). When none could, the listing would find nothing and is not run: most looks of a lightly loaded drainer (issue 47).
+-- Before a listing (OBX-4): how many runs hold a pending terminal, and a pending wait (ledger lane), each counted only up to `bound` + 1 (an index range, no more), for admission_first only: the listing enumerates a class this small, and walks heads for a larger one; whether any fact of the lane could head a ready run at all (undelivered, not failed, due, under no live lease): when none could, the listing would find nothing and is not run, most looks of a lightly loaded drainer; and whether the outbox's statistics still describe it (statistics_fit), which lets the next survey and this look's listing run their generic forms (issue 47).
 -- plan: custom
-SELECT (SELECT count(*) FROM (
-            SELECT 1 FROM __schema__.outbox AS fact
-            WHERE %(admission_first)s::boolean
-              AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL
-              AND fact.event_type IN ('run.completed', 'run.failed', 'run.cancelled')
-            LIMIT %(bound)s::integer + 1) AS bounded) AS terminals,
-       (SELECT count(*) FROM (
-            SELECT 1 FROM __schema__.outbox AS fact
-            WHERE %(admission_first)s::boolean AND %(lane)s::text = 'ledger'
-              AND fact.lane = %(lane)s::text AND fact.delivered_at IS NULL AND fact.event_type = 'run.waiting'
-            LIMIT %(bound)s::integer + 1) AS bounded) AS waits,
-       -- Each condition is one a ready head meets itself (ready_head): a necessary condition, so "none" is exact.
-       EXISTS (SELECT 1 FROM __schema__.outbox AS fact
-               WHERE {{due_fact(fact)}}
-                 AND NOT ({{live_lease(fact)}})) AS any_ready;
+{{lane_survey()}};
+
+-- name: outbox_survey_lane_generic
+-- outbox_survey_lane planned once per connection: run when the drainer's last survey found the outbox's statistics fit (issue 47). Planning was most of the custom survey's cost; a backlog that arrived since costs this one survey a plan made for a smaller outbox (bounded counts and one EXISTS), and its answer sends the next looks back to custom plans.
+-- plan: generic
+{{lane_survey()}};
 
 -- name: outbox_list_ready_runs
 -- Runs whose lane head is ready (not failed, due, no live lease in its lane, its own drainer's included), minus excluded runs, in admission_first order (a run.created head, then a run with a pending terminal, then on the ledger lane one with a pending run.waiting, then the rest; each class by its heads' own age, then run id) or oldest_ready order (head age, then run id); reserves nothing (OBX-2..4, OBX-7). Each of the terminal and wait classes is small enough to list whole (outbox_survey_lane said so); outbox_list_ready_runs_walking serves a larger one.
 -- plan: custom
--- (A drainer idling on an empty outbox would otherwise settle on a generic plan costed for an empty table: one
--- made so took 105 s to list 16 runs of a 50,000-fact backlog that arrived before autovacuum's next analyze, its
--- outbox scans nested; planned per call, 1 ms. Planning is most of a call's cost (0.47 of 0.52 ms): it buys that.
--- A generic form guarded by the statistics' fit to the outbox cut a run's delivery from 0.70 to 0.45 ms of statement
--- time, but the soak's queue stage p99 at 37.3 runs/s read 9.1 ms against 6.2 (five interleaved arms each): the
--- drainer, sooner at a just-launched run's lock, made the dispatcher's claim skip it (SKIP LOCKED) and look again
--- (claims that chose an org and took nothing: 65-104 an arm of about 1,000 runs, against 15-20). A faster listing
--- needs that race settled first.)
+-- (Run while the lane survey finds the outbox grown past its statistics. A generic plan costed for an empty
+-- outbox took 105 s to list 16 runs of a 50,000-fact backlog that arrived before autovacuum's next analyze, its
+-- outbox scans nested; planned per call, 1 ms. Planning is most of a call's cost (0.47 of 0.52 ms).
+-- The generic form below made the drainer sooner at a just-launched run's lock, so the dispatcher's claim skipped
+-- it (SKIP LOCKED) four to five times as often (65-104 claims an arm of about 1,000 runs at 37.3/s, against 15-20):
+-- the queue stage's p99 read 9.1 ms against 6.2 until such a claim looked again after its cooldown (dispatch.py);
+-- since, 7.8 against the release before issue 47's 7.0.)
+WITH candidate_runs AS (
+{{ready_listing_small_classes()}}
+    UNION
+{{ready_listing_heads()}}
+)
+{{ready_listing_order()}};
+
+-- name: outbox_list_ready_runs_generic
+-- outbox_list_ready_runs planned once per connection, run only when this look's lane survey found the outbox's statistics fit (every one of its relations at most twice the pages its statistics counted, plus 8): a generic plan made under them is costed within that factor of the outbox it reads, never for an empty one it outgrew (issue 47).
+-- plan: generic
 WITH candidate_runs AS (
 {{ready_listing_small_classes()}}
     UNION
@@ -220,7 +220,8 @@ RETURNING fact.event_id;
 -- name: wake_signals_arm
 -- A listener going idle asks for a NOTIFY on its channel's next event (the wake triggers disarm it as they notify).
 -- plan: any
--- (A dispatcher arms between generic claims, a drainer between custom listings: a mode switch each way cost more.)
+-- (A dispatcher arms between generic claims, a drainer between its listings (custom or generic): a mode switch each
+-- way cost more.)
 INSERT INTO __schema__.wake_signals AS wake (channel, armed, armed_at)
 VALUES (%(channel)s::text, true, now())
 ON CONFLICT (channel) DO UPDATE SET armed = true, armed_at = now()

@@ -73,4 +73,5 @@ def test_a_lane_where_no_fact_could_head_a_ready_run__is_not_listed(monkeypatch)
     query("UPDATE outbox SET lease_expires_at = now() - interval '1 second' WHERE run_id = 'leased'")
     assert [row["run_id"] for row in claims.list_ready_runs(Lane.LEDGER, HeadPriority.ADMISSION_FIRST, 10)] \
         == ["leased"]
-    assert ran == ["outbox_list_ready_runs"]
+    # Planned once per connection or per call, as the survey found the outbox's statistics (test_listing_statistics).
+    assert ran in (["outbox_list_ready_runs_generic"], ["outbox_list_ready_runs"])

@@ -1,0 +1,78 @@
+"""OBX-4 (issue 47): a drainer's lane survey and ready listing run their generic forms (planned once per
+connection) only while the outbox's statistics still describe it, and are planned with their values on every
+call once a backlog has outgrown them: a generic listing costed for an empty outbox once took 105 s to list 16
+runs of a 50,000-fact backlog that arrived before the next analyze. The production statements throughout; which
+one ran is observed, the database is real."""
+
+import pytest
+
+from scheduler import db
+from scheduler.kinds import HeadPriority, Lane
+from scheduler.outbox import claims
+from tests.factories import query
+from tests.outbox.factories import backlog_run
+
+pytestmark = pytest.mark.django_db
+SURVEY = {"lane": Lane.LEDGER, "bound": claims.ENUMERATION_BOUND, "admission_first": True}
+
+
+def unseen_backlog(facts: int = 5000) -> None:
+    """Ready facts of 500 runs written after the last ANALYZE: the outbox grows several times past its statistics."""
+    query("""INSERT INTO outbox (event_id, run_id, event_type, payload_json)
+             SELECT 'unseen-' || i, 'unseen-run-' || (i %% 500), 'run.progress', '{"n": 1}'
+             FROM generate_series(1, %s) AS i""", [facts])
+
+
+@pytest.fixture
+def analyzed_outbox():
+    """An outbox whose statistics describe it (a table of its own: earlier tests' rolled-back rows gone)."""
+    query("TRUNCATE runs, outbox CASCADE")
+    backlog_run("seen", facts=2)
+    query("ANALYZE outbox")
+
+
+@pytest.mark.requirement("OBX-4")
+@pytest.mark.parametrize("survey", ["outbox_survey_lane", "outbox_survey_lane_generic"])
+def test_the_survey_finds_the_statistics_fit__until_a_backlog_outgrows_them__and_again_after_an_analyze(
+        analyzed_outbox, survey):
+    assert db.fetch_one(survey, SURVEY)["statistics_fit"] is True
+    unseen_backlog()
+    assert db.fetch_one(survey, SURVEY)["statistics_fit"] is False
+    query("ANALYZE outbox")
+    assert db.fetch_one(survey, SURVEY)["statistics_fit"] is True
+
+
+@pytest.mark.requirement("OBX-4")
+def test_a_drainer_plans_its_looks_per_call_while_a_backlog_outgrows_the_statistics(analyzed_outbox, monkeypatch):
+    ran: list[str] = []
+    real = db.run
+    monkeypatch.setattr(db, "run", lambda name, *args, **kwargs: ran.append(name) or real(name, *args, **kwargs))
+    monkeypatch.setattr(claims._Statistics, "fit", False)  # a process's first look
+
+    def look() -> list[str]:
+        ran.clear()
+        assert claims.list_ready_runs(Lane.LEDGER, HeadPriority.ADMISSION_FIRST, 8)
+        return list(ran)
+
+    # The first look's survey is planned per call; it finds the statistics fit, so its listing is the generic one,
+    # and so is every later look's survey.
+    assert look() == ["outbox_survey_lane", "outbox_list_ready_runs_generic"]
+    assert look() == ["outbox_survey_lane_generic", "outbox_list_ready_runs_generic"]
+    unseen_backlog()
+    # The survey finds the outbox outgrown: this look's listing is planned with its values, and so is every later
+    # look's survey, until an analyze brings statistics that describe the outbox again.
+    assert look() == ["outbox_survey_lane_generic", "outbox_list_ready_runs"]
+    assert look() == ["outbox_survey_lane", "outbox_list_ready_runs"]
+    query("ANALYZE outbox")
+    assert look() == ["outbox_survey_lane", "outbox_list_ready_runs_generic"]
+
+
+@pytest.mark.requirement("OBX-4")
+def test_the_generic_listing_answers_as_the_custom_one(analyzed_outbox):
+    unseen_backlog(600)
+    query("ANALYZE outbox")
+    params = {"lane": Lane.LEDGER, "admission_first": True, "limit": 64, "exclude_run_ids": ["unseen-run-7"],
+              "enumerate_terminals": False, "walk_terminals": False, "enumerate_waits": False, "walk_waits": False}
+    for admission_first in (True, False):
+        params["admission_first"] = admission_first
+        assert db.fetch_all("outbox_list_ready_runs_generic", params) == db.fetch_all("outbox_list_ready_runs", params)
