@@ -4,7 +4,8 @@ kept-alive connection per origin (the standard library's http.client), and a cal
 Why http.client and not httpx: with instant starts one dispatcher is CPU-bound on its three Daytona calls per
 start. Through httpx's transport (already without a client's URL merging, cookies and redirects) the calls alone
 reached about 500 starts a second from 32 threads; the same calls over http.client reached about 1,800 (the
-`dispatch` benchmark replays them). These calls need little: connect and read timeouts, one TLS context
+`dispatch` benchmark replays them); each answer's header block is read without the email package (http_head.py).
+These calls need little: connect and read timeouts, one TLS context
 (tls.py), a User-Agent, HTTP(S)_PROXY / ALL_PROXY / NO_PROXY from the environment (an http:// proxy, with a
 CONNECT tunnel for HTTPS origins), and a connection kept for the next call. Failures are raised as httpx's
 errors (httpx.HTTPError and its kinds), which the callers and their messages already speak.
@@ -26,6 +27,7 @@ from urllib.parse import unquote, urlsplit
 
 import httpx
 
+from scheduler.http_head import QuickHTTPConnection, QuickHTTPSConnection
 from scheduler.tls import client_ssl_context
 
 USER_AGENT = "runtime-scheduler"
@@ -119,11 +121,11 @@ def new_connection(scheme: str, host: str, port: int | None, proxy: str | None,
     else:
         address = (host, port or (443 if scheme == "https" else 80))
     if scheme == "https":
-        connection = http.client.HTTPSConnection(*address, timeout=connect_timeout, context=client_ssl_context())
+        connection = QuickHTTPSConnection(*address, timeout=connect_timeout, context=client_ssl_context())
         if proxy:
             connection.set_tunnel(host, port or 443, headers=_proxy_authorization(proxy))
         return connection
-    return http.client.HTTPConnection(*address, timeout=connect_timeout)
+    return QuickHTTPConnection(*address, timeout=connect_timeout)
 
 
 def _drop(parts, proxy: str | None) -> None:
