@@ -21,10 +21,10 @@ import weakref
 from typing import Any
 
 import psycopg
-from psycopg import pq
 from django.db import close_old_connections, connections, transaction
 
 from scheduler import replica, sql
+from scheduler.db_cursor import dict_rows, raw_cursor
 from scheduler.conf import scheduler_settings
 
 
@@ -113,7 +113,7 @@ def _execute(cursor, name: str, text: str, arguments: list[Any], *, prepare: boo
             # Recorded once the statement succeeded: a failure may have rolled the switch back with it, and a
             # mode believed switched that is not would plan the next custom block generically.
             _plan_modes[cursor.connection] = switch
-        rows = _dict_rows(cursor)
+        rows = dict_rows(cursor)
         rowcount = cursor.rowcount
         if reset_mode:
             # Inside the caller's transaction: the rest of it runs under the configured mode again.
@@ -154,22 +154,20 @@ def run(
     reset_mode = local_mode is not None and connection.in_atomic_block
     own_transaction = local_mode is not None
     with transaction.atomic(using=using, savepoint=False) if own_transaction else contextlib.nullcontext():
-        # A RawCursor binds server-side ($n placeholders), which preparing
-        # needs; Django's own cursors interpolate client-side.
-        with psycopg.RawCursor(connection.connection) as cursor:
-            try:
-                return _execute(cursor, name, text, arguments, prepare=prepare,
-                                session_mode=session_mode, local_mode=local_mode, reset_mode=reset_mode)
-            except psycopg.Error as error:
-                # As Django's error wrapper would: the end of the request or tick
-                # then checks the connection and closes it if it is broken.
-                connection.errors_occurred = True
-                if error.sqlstate in MOVED_PRIMARY_STATES:
-                    # HA-1: this server is, or became, a standby (a demoted primary): it still answers, so nothing
-                    # would close the connection; closed at the end of the request or tick instead, the next one goes
-                    # (target_session_attrs=read-write) to whichever server is the primary now.
-                    connection.close_at = 0.0
-                raise
+        cursor = raw_cursor(using, connection.connection)
+        try:
+            return _execute(cursor, name, text, arguments, prepare=prepare,
+                            session_mode=session_mode, local_mode=local_mode, reset_mode=reset_mode)
+        except psycopg.Error as error:
+            # As Django's error wrapper would: the end of the request or tick
+            # then checks the connection and closes it if it is broken.
+            connection.errors_occurred = True
+            if error.sqlstate in MOVED_PRIMARY_STATES:
+                # HA-1: this server is, or became, a standby (a demoted primary): it still answers, so nothing
+                # would close the connection; closed at the end of the request or tick instead, the next one goes
+                # (target_session_attrs=read-write) to whichever server is the primary now.
+                connection.close_at = 0.0
+            raise
 
 
 # HA-1: what a server answers a write it will not take because it is in recovery (read_only_sql_transaction).
@@ -227,33 +225,6 @@ def fetch_value(name: str, params: dict[str, Any] | None = None, **kwargs) -> An
 
 def execute(name: str, params: dict[str, Any] | None = None, **kwargs) -> int:
     return run(name, params, **kwargs)[1]
-
-
-# Django's psycopg adapter hands json/jsonb back as text (its JSONField
-# decodes later); raw statements decode here.
-_JSON_TYPE_OIDS = {114, 3802}
-
-
-def _dict_rows(cursor) -> list[dict[str, Any]]:
-    """The statement's rows as dicts ([] for a statement without rows).
-
-    Names and types come from the result itself: `cursor.description` builds a Column object (with a type
-    lookup) per column on every access, a tenth of a claim's Python.
-    """
-    result = cursor.pgresult
-    if result is None or result.status != pq.ExecStatus.TUPLES_OK:
-        return []
-    columns = [result.fname(index).decode() for index in range(result.nfields)]
-    json_columns = [index for index in range(result.nfields) if result.ftype(index) in _JSON_TYPE_OIDS]
-    rows = []
-    for record in cursor.fetchall():
-        row = dict(zip(columns, record))
-        for index in json_columns:
-            value = record[index]
-            if isinstance(value, (str, bytes)):
-                row[columns[index]] = json.loads(value)
-        rows.append(row)
-    return rows
 
 
 def keep_values_out_of_server_log(sender, connection, **kwargs) -> None:

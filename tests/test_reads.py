@@ -123,6 +123,7 @@ def test_refusals_read_as_the_seeds():
 
 
 @pytest.mark.requirement("CLN-2")
+@pytest.mark.django_db(transaction=True)  # so that closing the connection below really replaces it
 def test_adoption_preflight__an_answer_that_is_not_a_boolean__refused_in_the_seeds_words():
     """CLN-2: the preflight's answer must be a boolean proof; a driver or proxy that hands back text (here: this
     connection's boolean loader swapped for the text one) is refused, never read as truthy."""
@@ -132,6 +133,9 @@ def test_adoption_preflight__an_answer_that_is_not_a_boolean__refused_in_the_see
 
     connection.ensure_connection()
     assert obligations.adoption_pending() is False
+    # A fresh connection: the statements' cursor is kept per connection, with the loaders it was made with.
+    connection.close()
+    connection.ensure_connection()
     connection.connection.adapters.register_loader("bool", TextLoader)
     try:
         with pytest.raises(RuntimeError) as refused:
