@@ -249,3 +249,20 @@ def test_custom_plan_mark__a_block_that_writes__sent_unprepared_in_the_configure
         assert cursor.fetchone()[0] == "auto"
         cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s", ["%DELETE FROM%"])
         assert cursor.fetchone()[0] == 0
+
+
+def test_a_threads_statements_share_one_cursor_per_connection_and_a_new_connection_gets_its_own():
+    """The kept cursor (db_cursor.py) serves every statement of the connection it was made on; once Django opens
+    another connection (a restart, a failover), the next statement runs on a cursor of that one, not the old."""
+    from django.db import connection
+
+    from scheduler import db_cursor
+
+    db.fetch_value("sandbox_cleanup_adoption_preflight")
+    first = db_cursor.raw_cursor("default", connection.connection)
+    assert db.fetch_value("sandbox_cleanup_adoption_preflight") is False
+    assert db_cursor.raw_cursor("default", connection.connection) is first
+    connection.close()
+    assert db.fetch_value("sandbox_cleanup_adoption_preflight") is False
+    second = db_cursor.raw_cursor("default", connection.connection)
+    assert second is not first and second.connection is connection.connection and first.connection.closed
