@@ -182,3 +182,12 @@ SELECT (SELECT count(*) FROM (
                                    UNION ALL
                                    SELECT ind.indexrelid FROM pg_catalog.pg_index AS ind
                                    WHERE ind.indrelid = pg_catalog.to_regclass('__schema__.outbox')))) AS statistics_fit
+
+-- fragment: ready_listing()
+-- OBX-2..4: the usual listing (every terminal and wait class small enough to list whole), in both its plan forms.
+WITH candidate_runs AS (
+{{ready_listing_small_classes()}}
+    UNION
+{{ready_listing_heads()}}
+)
+{{ready_listing_order()}}

@@ -18,22 +18,12 @@
 -- it (SKIP LOCKED) four to five times as often (65-104 claims an arm of about 1,000 runs at 37.3/s, against 15-20):
 -- the queue stage's p99 read 9.1 ms against 6.2 until such a claim looked again after its cooldown (dispatch.py);
 -- since, 7.8 against the release before issue 47's 7.0.)
-WITH candidate_runs AS (
-{{ready_listing_small_classes()}}
-    UNION
-{{ready_listing_heads()}}
-)
-{{ready_listing_order()}};
+{{ready_listing()}};
 
 -- name: outbox_list_ready_runs_generic
 -- outbox_list_ready_runs planned once per connection, run only when this look's lane survey found the outbox's statistics fit (every one of its relations at most twice the pages its statistics counted, plus 8): a generic plan made under them is costed within that factor of the outbox it reads, never for an empty one it outgrew (issue 47).
 -- plan: generic
-WITH candidate_runs AS (
-{{ready_listing_small_classes()}}
-    UNION
-{{ready_listing_heads()}}
-)
-{{ready_listing_order()}};
+{{ready_listing()}};
 
 -- name: outbox_list_ready_runs_walking
 -- outbox_list_ready_runs when a terminal or wait class is too large to list whole: that class's candidates are the oldest ready heads whose run is in it, walked in head order until the limit is met (exact as well; cheap then, such heads being common); a small class is still listed whole (OBX-2..4, OBX-7).
