@@ -2,7 +2,7 @@ import pytest
 
 from tests.support import ScratchDatabase
 
-pytest_plugins = ["tests.plugins.block_coverage"]
+pytest_plugins = ["tests.plugins.block_coverage", "tests.plugins.sigterm_stop"]
 
 
 @pytest.fixture
