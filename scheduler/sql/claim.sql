@@ -162,3 +162,65 @@ SELECT NULL::text, NULL::integer, NULL::text, NULL::timestamptz, NULL::text, NUL
                AND EXISTS (SELECT 1 FROM place_in_batch WHERE place_in_batch.org_key = chosen.org_key)
              ORDER BY chosen.place),
        (SELECT clock.now_pass FROM clock);
+
+-- name: runs_claim_queued_sole
+-- The claim when one org alone has due queued runs and nobody counts it (no cap, start rate or keyed run queued), the queue's usual shape: its due keyless runs, priority then age, SKIP LOCKED, as runs_claim_queued_free would take them, without the turn (an org alone keeps none) and so without its reads (RUN-2, FSH-4). A last row (run_id null) says, as runs_claim_queued_free's does, how many orgs were open and chosen; its open_orgs null when the queue is not of that shape and nothing was claimed: the caller then claims with runs_claim_queued_free.
+-- plan: generic
+-- The rules are runs_claim_queued_free's for one org: a paused org alone is no open org; a cap (its own or the
+-- default), a start rate or a keyed run queued makes it counted, which only the full claim serves.
+WITH first_org AS MATERIALIZED (
+    SELECT coalesce(run.org_id, '') AS org_key
+    FROM __schema__.runs AS run
+    WHERE run.status = 'queued' AND (run.run_after IS NULL OR run.run_after <= statement_timestamp())
+    ORDER BY coalesce(run.org_id, '')
+    LIMIT 1
+), sole AS MATERIALIZED (
+    SELECT first_org.org_key, coalesce(limits.paused, false) AS paused,
+           -- The next org in the org queue index's order, as the full claim's skip scan probes it (an ordered
+           -- LIMIT 1 keeps the generic plan on that index).
+           (SELECT coalesce(run.org_id, '')
+            FROM __schema__.runs AS run
+            WHERE run.status = 'queued' AND coalesce(run.org_id, '') > first_org.org_key
+              AND (run.run_after IS NULL OR run.run_after <= statement_timestamp())
+            ORDER BY coalesce(run.org_id, '')
+            LIMIT 1) IS NULL AS alone,
+           coalesce(limits.max_active, %(default_max_active)s::integer) IS NULL
+           AND limits.max_starts_per_minute IS NULL
+           AND NOT EXISTS (SELECT 1 FROM __schema__.runs AS keyed
+                           WHERE coalesce(keyed.org_id, '') = first_org.org_key AND keyed.status = 'queued'
+                             AND keyed.concurrency_key IS NOT NULL) AS uncounted
+    FROM first_org
+    LEFT JOIN LATERAL (SELECT org_limit.paused, org_limit.max_active, org_limit.max_starts_per_minute
+                       FROM __schema__.org_limits AS org_limit
+                       WHERE org_limit.org_id = first_org.org_key LIMIT 1) AS limits ON true
+), chosen AS MATERIALIZED (
+    -- The org this claim serves, in the shape claim_picked reads (it keeps no turn here).
+    SELECT sole.org_key, false AS counted, 1 AS weight, 0::double precision AS virtual_pass
+    FROM sole
+    WHERE sole.alone AND NOT sole.paused AND sole.uncounted
+), picked AS MATERIALIZED (
+    SELECT walk.run_id
+    FROM chosen
+    CROSS JOIN LATERAL (
+        SELECT run.run_id
+        FROM __schema__.runs AS run
+        WHERE coalesce(run.org_id, '') = chosen.org_key AND run.status = 'queued'
+          AND run.concurrency_key IS NULL
+          AND (run.run_after IS NULL OR run.run_after <= statement_timestamp())
+        ORDER BY coalesce(run.org_id, ''), run.priority DESC, run.created_at, run.run_id
+        LIMIT %(limit)s::integer
+        FOR NO KEY UPDATE SKIP LOCKED
+    ) AS walk
+), {{claim_picked(false, false, 0)}}
+SELECT answer.*, NULL::bigint AS open_orgs, NULL::bigint AS chosen_orgs,
+       NULL::text[] AS counted_orgs, NULL::double precision AS now_pass
+FROM ({{claim_answer()}}) AS answer
+UNION ALL
+SELECT NULL::text, NULL::integer, NULL::text, NULL::timestamptz, NULL::text, NULL::text, NULL::jsonb, NULL::jsonb,
+       NULL::integer, NULL::bigint,
+       CASE WHEN NOT EXISTS (SELECT 1 FROM sole) THEN 0
+            WHEN (SELECT sole.alone AND sole.paused FROM sole) THEN 0
+            WHEN EXISTS (SELECT 1 FROM chosen) THEN 1 END,
+       (SELECT count(*) FROM chosen),
+       '{}'::text[],
+       NULL::double precision;
