@@ -169,26 +169,13 @@ SELECT NULL::text, NULL::integer, NULL::text, NULL::timestamptz, NULL::text, NUL
 -- The rules are runs_claim_queued_free's for one org: a paused org alone is no open org; a cap (its own or the
 -- default), a start rate or a keyed run queued makes it counted, which only the full claim serves.
 WITH first_org AS MATERIALIZED (
-    SELECT coalesce(run.org_id, '') AS org_key
-    FROM __schema__.runs AS run
-    WHERE run.status = 'queued' AND (run.run_after IS NULL OR run.run_after <= statement_timestamp())
-    ORDER BY coalesce(run.org_id, '')
-    LIMIT 1
+    {{first_due_org()}}
 ), sole AS MATERIALIZED (
     SELECT first_org.org_key, coalesce(limits.paused, false) AS paused,
-           -- The next org in the org queue index's order, as the full claim's skip scan probes it (an ordered
-           -- LIMIT 1 keeps the generic plan on that index).
-           (SELECT coalesce(run.org_id, '')
-            FROM __schema__.runs AS run
-            WHERE run.status = 'queued' AND coalesce(run.org_id, '') > first_org.org_key
-              AND (run.run_after IS NULL OR run.run_after <= statement_timestamp())
-            ORDER BY coalesce(run.org_id, '')
-            LIMIT 1) IS NULL AS alone,
+           ({{next_due_org(first_org.org_key)}}) IS NULL AS alone,
            coalesce(limits.max_active, %(default_max_active)s::integer) IS NULL
            AND limits.max_starts_per_minute IS NULL
-           AND NOT EXISTS (SELECT 1 FROM __schema__.runs AS keyed
-                           WHERE coalesce(keyed.org_id, '') = first_org.org_key AND keyed.status = 'queued'
-                             AND keyed.concurrency_key IS NOT NULL) AS uncounted
+           AND NOT {{keyed_run_queued(first_org.org_key)}} AS uncounted
     FROM first_org
     LEFT JOIN LATERAL (SELECT org_limit.paused, org_limit.max_active, org_limit.max_starts_per_minute
                        FROM __schema__.org_limits AS org_limit
@@ -202,14 +189,7 @@ WITH first_org AS MATERIALIZED (
     SELECT walk.run_id
     FROM chosen
     CROSS JOIN LATERAL (
-        SELECT run.run_id
-        FROM __schema__.runs AS run
-        WHERE coalesce(run.org_id, '') = chosen.org_key AND run.status = 'queued'
-          AND run.concurrency_key IS NULL
-          AND (run.run_after IS NULL OR run.run_after <= statement_timestamp())
-        ORDER BY coalesce(run.org_id, ''), run.priority DESC, run.created_at, run.run_id
-        LIMIT %(limit)s::integer
-        FOR NO KEY UPDATE SKIP LOCKED
+        {{free_org_walk(chosen.org_key, %(limit)s::integer)}}
     ) AS walk
 ), {{claim_picked(false, false, 0)}}
 SELECT answer.*, NULL::bigint AS open_orgs, NULL::bigint AS chosen_orgs,

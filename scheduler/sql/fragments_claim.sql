@@ -3,18 +3,9 @@
 -- fragment: claim_open_orgs()
 -- FSH-1, FSH-4, FSH-7, FSH-8, FSH-11: the orgs with due queued runs (a skip scan of the org queue index: one probe an org, which passes over the org's runs not yet due), less paused orgs and orgs at their cap or start rate by this statement's count, furthest behind in the weighted turn first, at most one an org per run the claim may take; whether each must be counted (a cap, a start rate or a keyed run queued) and how many were open. Starts a WITH RECURSIVE.
 queued_org AS (
-    (SELECT coalesce(run.org_id, '') AS org_key
-     FROM __schema__.runs AS run
-     WHERE run.status = 'queued' AND (run.run_after IS NULL OR run.run_after <= statement_timestamp())
-     ORDER BY coalesce(run.org_id, '')
-     LIMIT 1)
+    ({{first_due_org()}})
     UNION ALL
-    SELECT (SELECT coalesce(run.org_id, '')
-            FROM __schema__.runs AS run
-            WHERE run.status = 'queued' AND coalesce(run.org_id, '') > queued_org.org_key
-              AND (run.run_after IS NULL OR run.run_after <= statement_timestamp())
-            ORDER BY coalesce(run.org_id, '')
-            LIMIT 1)
+    SELECT ({{next_due_org(queued_org.org_key)}})
     FROM queued_org
     WHERE queued_org.org_key IS NOT NULL
 ), org AS MATERIALIZED (
@@ -32,9 +23,7 @@ queued_org AS (
 ), open_org AS (
     SELECT org.org_key, org.last_claimed_at, org.virtual_pass, org.weight,
            org.cap IS NOT NULL OR org.rate IS NOT NULL
-           OR EXISTS (SELECT 1 FROM __schema__.runs AS keyed
-                      WHERE coalesce(keyed.org_id, '') = org.org_key AND keyed.status = 'queued'
-                        AND keyed.concurrency_key IS NOT NULL) AS counted
+           OR {{keyed_run_queued(org.org_key)}} AS counted
     FROM org
     -- CASE, not OR: only an org with a cap (a rate) has its active runs (its starts) counted.
     WHERE CASE WHEN org.cap IS NULL THEN true ELSE org.cap > {{org_active_runs_up_to(org.org_key, org.cap)}} END
@@ -84,14 +73,7 @@ share AS MATERIALIZED (
     FROM {allowance} AS allowance
     JOIN share ON share.org_key = allowance.org_key
     CROSS JOIN LATERAL (
-        SELECT run.run_id, run.priority, run.created_at
-        FROM __schema__.runs AS run
-        WHERE coalesce(run.org_id, '') = allowance.org_key AND run.status = 'queued'
-          AND run.concurrency_key IS NULL
-          AND (run.run_after IS NULL OR run.run_after <= statement_timestamp())
-        ORDER BY coalesce(run.org_id, ''), run.priority DESC, run.created_at, run.run_id
-        LIMIT greatest(least(allowance.allowed, share.per_org), 0)
-        FOR NO KEY UPDATE SKIP LOCKED
+        {{free_org_walk(allowance.org_key, greatest(least(allowance.allowed, share.per_org), 0))}}
     ) AS walk
     WHERE NOT allowance.counted AND allowance.allowed > 0
 )
@@ -158,3 +140,38 @@ SELECT claimed.run_id, claimed.attempt, claimed.lease_token, claimed.lease_expir
 FROM claimed
 JOIN started ON started.run_id = claimed.run_id
 ORDER BY claimed.run_id
+
+-- fragment: first_due_org()
+-- FSH-1: the first org with due queued runs, in the org queue index's order (the skip scan's first probe).
+SELECT coalesce(run.org_id, '') AS org_key
+FROM __schema__.runs AS run
+WHERE run.status = 'queued' AND (run.run_after IS NULL OR run.run_after <= statement_timestamp())
+ORDER BY coalesce(run.org_id, '')
+LIMIT 1
+
+-- fragment: next_due_org(after)
+-- FSH-1: the next org after `after` with due queued runs, or null (the skip scan's next probe; an ordered LIMIT 1
+-- keeps a generic plan on the org queue index).
+SELECT coalesce(run.org_id, '')
+FROM __schema__.runs AS run
+WHERE run.status = 'queued' AND coalesce(run.org_id, '') > {after}
+  AND (run.run_after IS NULL OR run.run_after <= statement_timestamp())
+ORDER BY coalesce(run.org_id, '')
+LIMIT 1
+
+-- fragment: keyed_run_queued(org_key)
+-- FSH-2: whether the org has a keyed run queued (due or not), which makes it counted.
+EXISTS (SELECT 1 FROM __schema__.runs AS keyed
+        WHERE coalesce(keyed.org_id, '') = {org_key} AND keyed.status = 'queued'
+          AND keyed.concurrency_key IS NOT NULL)
+
+-- fragment: free_org_walk(org_key, limit)
+-- FSH-4: an uncounted org's due keyless runs, priority then age, at most `limit`, SKIP LOCKED so concurrent claimers of one org take different runs (through the keyless queue index).
+SELECT run.run_id, run.priority, run.created_at
+FROM __schema__.runs AS run
+WHERE coalesce(run.org_id, '') = {org_key} AND run.status = 'queued'
+  AND run.concurrency_key IS NULL
+  AND (run.run_after IS NULL OR run.run_after <= statement_timestamp())
+ORDER BY coalesce(run.org_id, ''), run.priority DESC, run.created_at, run.run_id
+LIMIT {limit}
+FOR NO KEY UPDATE SKIP LOCKED
