@@ -8,7 +8,8 @@ _scheduler = SchedulerSettings.environment(os.environ)
 bind = _scheduler["SCHEDULER_BIND"]
 workers = _scheduler["SCHEDULER_WEB_WORKERS"]
 threads = _scheduler["SCHEDULER_WEB_THREADS"]
-worker_class = "gthread"
+# gthread, closing connections without blocking its loop (see the module for why).
+worker_class = "scheduler.api.lingering_worker.LingeringThreadWorker"
 timeout = _scheduler["SCHEDULER_WEB_TIMEOUT"]
 graceful_timeout = 10
 accesslog = "-"
