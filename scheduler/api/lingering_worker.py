@@ -10,6 +10,8 @@ against 771 with gunicorn 25; one client that kept its socket open delayed the n
 
 Here the same close is a state the loop polls: the write side is shut at once, whatever the client still
 sends is read as it arrives, and the socket is closed on the client's end, at the byte cap or at the deadline.
+At most `worker_connections` sockets linger at once (the oldest is closed outright beyond that, as gunicorn 25
+did), so clients that never close cannot run the worker out of descriptors.
 
 For a project served by gunicorn's threaded worker (`worker_class =
 "scheduler.api.lingering_worker.LingeringThreadWorker"`); the app itself needs no gunicorn, and nothing imports
@@ -48,6 +50,7 @@ class LingeringThreadWorker(gthread.ThreadWorker):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.closing: deque[_Closing] = deque()  # in deadline order: every entry gets the same delay
+        self.lingering = 0  # entries of `closing` whose socket is still open
 
     def finish_request(self, conn, fs):
         # Only the plain close changes; keep-alive, deferral and failures stay gunicorn's.
@@ -66,7 +69,10 @@ class LingeringThreadWorker(gthread.ThreadWorker):
             return
         entry = _Closing(sock, time.monotonic() + LINGER_SECONDS)
         self.closing.append(entry)
+        self.lingering += 1
         self.poller.register(sock, selectors.EVENT_READ, partial(self._drain, entry))
+        while self.lingering > self.cfg.worker_connections:
+            self._release(self.closing.popleft())
 
     def _drain(self, entry: _Closing, sock: socket.socket) -> None:
         try:
@@ -85,6 +91,7 @@ class LingeringThreadWorker(gthread.ThreadWorker):
         sock, entry.sock = entry.sock, None
         if sock is None:
             return
+        self.lingering -= 1
         try:
             self.poller.unregister(sock)
         except (KeyError, ValueError, OSError):

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 REQUEST = b"GET /internal/no-such-route HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
 
 
-def _serve(tmp_path, database_url: str, linger_seconds: float) -> tuple[subprocess.Popen, int]:
+def _serve(tmp_path, database_url: str, linger_seconds: float, *options: str) -> tuple[subprocess.Popen, int]:
     """gunicorn as configured, one worker of two threads, closing connections linger `linger_seconds`.
 
     gunicorn's own blocking close is given the same long bound: were it back on the loop's thread, the next
@@ -34,7 +34,7 @@ def _serve(tmp_path, database_url: str, linger_seconds: float) -> tuple[subproce
         f"_lingering.LINGER_SECONDS = {linger_seconds}\n")
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-c", str(config), "--bind", f"127.0.0.1:{port}"],
+        [sys.executable, "-m", "gunicorn", "-c", str(config), "--bind", f"127.0.0.1:{port}", *options],
         cwd=PROJECT_DIR, env=manage_env(database_url, SCHEDULER_WEB_WORKERS="1", SCHEDULER_WEB_THREADS="2"),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wait_for(lambda: _answered(port), "gunicorn answering")
@@ -111,4 +111,20 @@ def test_a_client_that_never_closes_is_closed_at_the_deadline(scratch_db, tmp_pa
             lingering = _server_side(process, client)
             wait_for(lambda: _closed(lingering), "the worker closing a lingering socket at its deadline")
     finally:
+        _stop(process)
+
+
+def test_no_more_sockets_linger_than_the_worker_takes_connections(scratch_db, tmp_path):
+    process, port = _serve(tmp_path, scratch_db.url, 60, "--worker-connections", "3")
+    clients, server_sides = [], []
+    try:
+        for _ in range(4):
+            clients.append(_closing_client(port))
+            server_sides.append(_server_side(process, clients[-1]))
+        # The fourth pushed the oldest out, closed outright; the other three still wait for their clients.
+        wait_for(lambda: _closed(server_sides[0]), "the oldest lingering socket closed", seconds=30)
+        assert not any(_closed(side) for side in server_sides[1:])
+    finally:
+        for client in clients:
+            client.close()
         _stop(process)
