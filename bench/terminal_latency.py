@@ -28,7 +28,10 @@ def free_port() -> int:
 WARM_UP_REQUESTS = 3
 
 
-def bench_http_terminal(bench_url: str, count: int, clients: int = 16, prefix: str = "http") -> tuple[float, float, float]:
+def bench_http_terminal(bench_url: str, count: int, clients: int = 16, prefix: str = "http",
+                        connection_each: bool = False) -> tuple[float, float, float]:
+    """(p50 ms, p99 ms, requests/s). `connection_each`: a connection per request, closed by the client after the
+    answer, as the sandbox runner sends them (urllib); otherwise each client keeps one connection alive."""
     from scheduler.runs.tokens import mint_runner_token
 
     from lifecycle import RESULT, seed_parked  # here: lifecycle imports this module at its top
@@ -55,14 +58,14 @@ def bench_http_terminal(bench_url: str, count: int, clients: int = 16, prefix: s
         requests = [(json.dumps({"runId": run_id, "attempt": 1, "leaseToken": lease, "result": RESULT}),
                      {"Content-Type": "application/json", "Authorization": f"Bearer {mint_runner_token(run_id, 1, lease)}"})
                     for run_id, lease in parked]
-        latencies, elapsed = http_clients(port, requests, clients)
+        latencies, elapsed = http_clients(port, requests, clients, connection_each)
         return harness.percentile(latencies, 0.5) * 1000, harness.percentile(latencies, 0.99) * 1000, count / elapsed
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(30)
 
 
-def _client_process(port: int, requests: list, clients: int, mine: range, start, pipe) -> None:
+def _client_process(port: int, requests: list, clients: int, mine: range, start, pipe, connection_each: bool) -> None:
     """Clients `mine` (threads of this process): each sends its share of `requests` one after another."""
     latencies: list[float] = []
     lock = threading.Lock()
@@ -72,9 +75,14 @@ def _client_process(port: int, requests: list, clients: int, mine: range, start,
         own = []
         for body, headers in requests[index::clients]:
             started = time.perf_counter()
+            if connection_each:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                headers = {**headers, "Connection": "close"}
             conn.request("POST", "/internal/runner/terminal", body, headers)
             response = conn.getresponse()
             response.read()
+            if connection_each:
+                conn.close()
             own.append(time.perf_counter() - started)
             assert response.status == 200, response.status
         with lock:
@@ -92,7 +100,7 @@ def _client_process(port: int, requests: list, clients: int, mine: range, start,
     pipe.close()
 
 
-def http_clients(port: int, requests: list, clients: int) -> tuple[list[float], float]:
+def http_clients(port: int, requests: list, clients: int, connection_each: bool = False) -> tuple[list[float], float]:
     """Run `clients` HTTP clients spread over up to CLIENT_PROCESSES processes (runners are processes of their
     own: one process's GIL would add its own queueing to every latency); (latencies, elapsed seconds)."""
     import multiprocessing
@@ -104,7 +112,8 @@ def http_clients(port: int, requests: list, clients: int) -> tuple[list[float], 
     for number in range(processes):
         receiver, sender = context.Pipe(duplex=False)
         child = context.Process(target=_client_process,
-                                args=(port, requests, clients, range(number, clients, processes), start, sender))
+                                args=(port, requests, clients, range(number, clients, processes), start, sender,
+                                      connection_each))
         child.start()
         pipes.append(receiver)
         children.append(child)
