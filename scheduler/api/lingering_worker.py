@@ -98,10 +98,11 @@ class LingeringThreadWorker(gthread.ThreadWorker):
             pass
         sock.close()
 
-    def murder_keepalived(self, force=False):
-        """gunicorn's sweep of idle connections (every turn of the loop, and all of them as the worker stops),
-        which here also closes the closing connections past their deadline."""
-        super().murder_keepalived(force)
+    def murder_keepalived(self, *args, **kwargs):
+        """gunicorn's sweep of idle connections (every turn of the loop; from gunicorn 27 also all of them, `force`,
+        as the worker stops), which here also closes the closing connections past their deadline."""
+        super().murder_keepalived(*args, **kwargs)  # gunicorn 26's takes no `force`
+        force = bool(args[0] if args else kwargs.get("force", False))
         now = time.monotonic()
         while self.closing and (force or self.closing[0].sock is None or self.closing[0].deadline <= now):
             self._release(self.closing.popleft())
