@@ -37,7 +37,8 @@ COUNTERS = """
            pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint,
            (SELECT coalesce(sum(total_plan_time + total_exec_time), 0) FROM pg_stat_statements
              WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-               AND query NOT LIKE '%%pg_snapshot_xmax%%'),
+               -- Not the bench's own reads: this one, and the flush before it (one in every phase's window).
+               AND query NOT LIKE '%%pg_snapshot_xmax%%' AND query NOT LIKE '%%pg_stat_force_next_flush%%'),
            (SELECT wal_fpi FROM pg_stat_wal),
            (SELECT active_time FROM pg_stat_database WHERE datname = current_database()),
            {own_wal}"""
@@ -142,7 +143,8 @@ def top_statements(limit: int = 10) -> list[tuple]:
     with connection.cursor() as cursor:
         cursor.execute("""SELECT query, calls, total_plan_time + total_exec_time, total_plan_time FROM pg_stat_statements
                            WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-                             AND query NOT LIKE %s ORDER BY 3 DESC LIMIT %s""", ["%pg_snapshot_xmax%", limit])
+                             AND query NOT LIKE %s AND query NOT LIKE %s ORDER BY 3 DESC LIMIT %s""",
+                       ["%pg_snapshot_xmax%", "%pg_stat_force_next_flush%", limit])
         return [(block_of(query), calls, total, planning) for query, calls, total, planning in cursor]
 
 
