@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import selectors
 import socket
+import ssl
 import time
 from collections import deque
 from functools import partial
@@ -81,8 +82,8 @@ class LingeringThreadWorker(gthread.ThreadWorker):
                 if not data:
                     break
                 entry.drained += len(data)
-        except BlockingIOError:
-            return  # more may come: the poller calls again
+        except (BlockingIOError, ssl.SSLWantReadError):
+            return  # more may come (a TLS socket says so with its own error): the poller calls again
         except OSError:
             pass
         self._release(entry)
