@@ -73,17 +73,17 @@ def _closing_client(port: int) -> socket.socket:
     return client
 
 
-def _held(process: subprocess.Popen, client: socket.socket) -> list:
-    """The worker's open descriptors of `client`'s connection (none once it closed its side)."""
+def _held(process: subprocess.Popen, client: socket.socket) -> list[tuple[int, int]]:
+    """(worker pid, descriptor) of each open descriptor the worker has of `client`'s connection (none once closed)."""
     (worker,) = psutil.Process(process.pid).children()
     port = client.getsockname()[1]
-    return [each for each in worker.net_connections(kind="tcp") if each.raddr and each.raddr.port == port]
+    return [(worker.pid, each.fd) for each in worker.net_connections(kind="tcp") if each.raddr and each.raddr.port == port]
 
 
 def _server_side(process: subprocess.Popen, client: socket.socket) -> tuple[str, str]:
     """The worker's descriptor of `client`'s connection: its /proc path and what it names (socket:[inode])."""
-    (held,) = _held(process, client)
-    path = f"/proc/{psutil.Process(process.pid).children()[0].pid}/fd/{held.fd}"
+    ((pid, fd),) = _held(process, client)
+    path = f"/proc/{pid}/fd/{fd}"
     return path, os.readlink(path)
 
 
