@@ -18,6 +18,8 @@ receiver's copy of it is a ledger *event*.
 from __future__ import annotations
 
 import functools
+import math
+import time
 from typing import Callable
 
 from django.db import transaction
@@ -45,6 +47,13 @@ class _Statistics:
     survey did not find the statistics fit."""
 
     fit = False
+    may_analyze: bool | None = None  # asked once per process
+    analyzed_at = -math.inf  # time.monotonic() of this process's last analyze
+
+
+# A drainer analyzes the outgrown outbox at most this often (issue 47). Once analyzed, the statistics fit until the
+# outbox doubles again, so analyzes come once per doubling; the interval only bounds one skipped by SKIP_LOCKED.
+ANALYZE_INTERVAL = 5.0
 
 
 def list_ready_runs(lane: Lane, head_priority: HeadPriority, limit: int, exclude_run_ids: list[str] = ()) -> list[dict]:
@@ -61,6 +70,21 @@ def list_ready_runs(lane: Lane, head_priority: HeadPriority, limit: int, exclude
     return db.fetch_all(_listing(ways, survey["statistics_fit"]), {
         "lane": Lane(lane), "admission_first": admission_first, "limit": limit,
         "exclude_run_ids": list(exclude_run_ids), **ways})
+
+
+def analyze_outgrown_outbox(*, now: Callable[[], float] = time.monotonic) -> bool:
+    """When this process's last lane survey found the outbox grown past its statistics, analyze it (if this role may,
+    at most once per ANALYZE_INTERVAL): the next looks plan their survey and listing once per connection again,
+    instead of per call (0.3 ms of planning a run) until autovacuum's analyze. Whether it analyzed."""
+    if _Statistics.fit or now() - _Statistics.analyzed_at < ANALYZE_INTERVAL:
+        return False
+    if _Statistics.may_analyze is None:
+        _Statistics.may_analyze = bool(db.fetch_value("outbox_may_analyze"))
+    if not _Statistics.may_analyze:
+        return False
+    _Statistics.analyzed_at = now()
+    db.execute("outbox_analyze")
+    return True
 
 
 def _listing(ways: dict[str, bool], statistics_fit: bool) -> str:

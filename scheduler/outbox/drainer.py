@@ -90,6 +90,9 @@ def run_once(lease_owner: str, *, should_stop=lambda: False, **overrides) -> Dra
         while full and result.counts["claimed"] < options.batch and not should_stop():
             full = _drain(full, lease_owner, options, result) or []
     result.more = listing_full or result.counts["claimed"] >= options.batch
+    if listed and not should_stop():
+        # After this tick's deliveries, never before them: an outbox grown past its statistics is analyzed once.
+        claims.analyze_outgrown_outbox()
     return result
 
 

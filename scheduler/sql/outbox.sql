@@ -216,3 +216,18 @@ INSERT INTO __schema__.wake_signals AS wake (channel, armed, armed_at)
 VALUES (%(channel)s::text, true, now())
 ON CONFLICT (channel) DO UPDATE SET armed = true, armed_at = now()
 WHERE NOT wake.armed;
+
+-- name: outbox_may_analyze
+-- Whether this role may ANALYZE the outbox (its owner, or on PostgreSQL 17 and newer, MAINTAIN on it): a drainer that may not leaves the outbox's statistics to autovacuum (issue 47).
+-- plan: any
+-- (The version is asked first: PostgreSQL 15 and 16 know no MAINTAIN privilege and refuse the question.)
+SELECT coalesce((SELECT pg_catalog.pg_has_role(rel.relowner, 'USAGE')
+                        OR CASE WHEN pg_catalog.current_setting('server_version_num')::integer >= 170000
+                                THEN pg_catalog.has_table_privilege(rel.oid, 'MAINTAIN') ELSE false END
+                 FROM pg_catalog.pg_class AS rel
+                 WHERE rel.oid = pg_catalog.to_regclass('__schema__.outbox')), false) AS may_analyze;
+
+-- name: outbox_analyze
+-- Refresh the outbox's statistics when a drainer's lane survey found the outbox grown past them (OBX-4, issue 47): the survey and listing go back to their generic plans at the next look instead of being planned on every call until autovacuum's next analyze. SKIP_LOCKED: when autovacuum or another drainer is analyzing it already, this one does nothing and waits for nothing.
+-- plan: any
+ANALYZE (SKIP_LOCKED) __schema__.outbox;

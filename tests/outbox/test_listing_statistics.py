@@ -4,23 +4,25 @@ call once a backlog has outgrown them: a generic listing costed for an empty out
 runs of a 50,000-fact backlog that arrived before the next analyze. The production statements throughout; which
 one ran is observed, the database is real."""
 
+import math
+
 import pytest
 
 from scheduler import db
 from scheduler.kinds import HeadPriority, Lane
-from scheduler.outbox import claims
-from tests.factories import query
+from scheduler.outbox import claims, drainer
+from tests.factories import one, query
 from tests.outbox.factories import backlog_run
 
 pytestmark = pytest.mark.django_db
 SURVEY = {"lane": Lane.LEDGER, "bound": claims.ENUMERATION_BOUND, "admission_first": True}
 
 
-def unseen_backlog(facts: int = 5000) -> None:
+def unseen_backlog(facts: int = 5000, tag: str = "unseen") -> None:
     """Ready facts of 500 runs written after the last ANALYZE: the outbox grows several times past its statistics."""
     query("""INSERT INTO outbox (event_id, run_id, event_type, payload_json)
-             SELECT 'unseen-' || i, 'unseen-run-' || (i %% 500), 'run.progress', '{"n": 1}'
-             FROM generate_series(1, %s) AS i""", [facts])
+             SELECT %s || '-' || i, 'unseen-run-' || (i %% 500), 'run.progress', '{"n": 1}'
+             FROM generate_series(1, %s) AS i""", [tag, facts])
 
 
 @pytest.fixture
@@ -76,3 +78,57 @@ def test_the_generic_listing_answers_as_the_custom_one(analyzed_outbox):
     for admission_first in (True, False):
         params["admission_first"] = admission_first
         assert db.fetch_all("outbox_list_ready_runs_generic", params) == db.fetch_all("outbox_list_ready_runs", params)
+
+
+def outbox_pages() -> int:
+    return one("SELECT relpages FROM pg_class WHERE oid = 'outbox'::regclass")
+
+
+@pytest.fixture
+def first_look(monkeypatch):
+    """A drainer process before its first look: nothing known of the statistics, never analyzed."""
+    monkeypatch.setattr(claims._Statistics, "fit", False)
+    monkeypatch.setattr(claims._Statistics, "may_analyze", None)
+    monkeypatch.setattr(claims._Statistics, "analyzed_at", -math.inf)
+
+
+@pytest.mark.requirement("OBX-4")
+def test_a_drainer_analyzes_an_outbox_grown_past_its_statistics__once_an_interval(analyzed_outbox, first_look,
+                                                                                   monkeypatch):
+    # The backlog's runs do not exist: each tick lists them, locks none and delivers nothing.
+    unseen_backlog()
+    seen = outbox_pages()
+    drainer.run_once("drainer-a")
+    assert outbox_pages() > 2 * seen + 8, "the tick analyzed the outbox: its statistics count the backlog"
+    assert db.fetch_one("outbox_survey_lane", SURVEY)["statistics_fit"] is True
+    counted = outbox_pages()
+    unseen_backlog(20000, tag="later")
+    drainer.run_once("drainer-a")  # finds the outbox outgrown again, within the interval: not analyzed
+    assert claims._Statistics.fit is False and outbox_pages() == counted
+    monkeypatch.setattr(claims._Statistics, "analyzed_at", claims._Statistics.analyzed_at - claims.ANALYZE_INTERVAL)
+    drainer.run_once("drainer-a")
+    assert outbox_pages() > counted
+
+
+@pytest.mark.requirement("OBX-4")
+def test_a_drainer_whose_statistics_fit_analyzes_nothing(analyzed_outbox, first_look):
+    seen = outbox_pages()
+    query("UPDATE pg_class SET relpages = relpages + 1 WHERE oid = 'outbox'::regclass")  # a mark an analyze rewrites
+    drainer.run_once("drainer-a")
+    assert claims._Statistics.fit is True and outbox_pages() == seen + 1
+
+
+@pytest.mark.requirement("OBX-4")
+def test_a_role_that_may_not_analyze_the_outbox_leaves_it_to_autovacuum(analyzed_outbox, first_look):
+    unseen_backlog()
+    query("CREATE ROLE scheduler_test_drainer NOLOGIN")
+    query("GRANT USAGE ON SCHEMA %s TO scheduler_test_drainer" % one("SELECT current_schema()"))
+    query("GRANT SELECT ON outbox TO scheduler_test_drainer")
+    query("SET LOCAL ROLE scheduler_test_drainer")
+    try:
+        assert db.fetch_value("outbox_may_analyze") is False
+        assert claims.analyze_outgrown_outbox() is False
+    finally:
+        query("RESET ROLE")
+    assert claims._Statistics.may_analyze is False
+    assert db.fetch_value("outbox_may_analyze") is True  # this test's own role owns it
