@@ -13,7 +13,7 @@ from tests.support import connect, prepared_text, run_manage
 pytestmark = pytest.mark.django_db
 
 # Statements PREPARE cannot take (utility statements); each is checked by the migrations that run it.
-UTILITY = ("CREATE", "SET", "DO", "ALTER", "NOTIFY", "LISTEN", "UNLISTEN", "RESET", "DROP", "LOCK")
+UTILITY = ("CREATE", "SET", "DO", "ALTER", "NOTIFY", "LISTEN", "UNLISTEN", "RESET", "DROP", "LOCK", "ANALYZE")
 
 
 @pytest.mark.requirement("APP-2")
