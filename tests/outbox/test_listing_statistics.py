@@ -4,6 +4,7 @@ call once a backlog has outgrown them: a generic listing costed for an empty out
 runs of a 50,000-fact backlog that arrived before the next analyze. The production statements throughout; which
 one ran is observed, the database is real."""
 
+import logging
 import math
 
 import pytest
@@ -94,12 +95,15 @@ def first_look(monkeypatch):
 
 @pytest.mark.requirement("OBX-4")
 def test_a_drainer_analyzes_an_outbox_grown_past_its_statistics__once_an_interval(analyzed_outbox, first_look,
-                                                                                   monkeypatch):
+                                                                                   monkeypatch, caplog):
     # The backlog's runs do not exist: each tick lists them, locks none and delivers nothing.
     unseen_backlog()
     seen = outbox_pages()
-    drainer.run_once("drainer-a")
+    with caplog.at_level(logging.INFO, logger="scheduler.drain"):
+        drainer.run_once("drainer-a")
     assert outbox_pages() > 2 * seen + 8, "the tick analyzed the outbox: its statistics count the backlog"
+    assert [record.getMessage().split(" in ")[0] for record in caplog.records] == [
+        "drain drainer-a: the outbox had grown past its statistics; analyzed it"]
     assert db.fetch_one("outbox_survey_lane", SURVEY)["statistics_fit"] is True
     counted = outbox_pages()
     unseen_backlog(20000, tag="later")
