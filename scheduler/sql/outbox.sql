@@ -220,7 +220,7 @@ WHERE NOT wake.armed;
 -- name: outbox_may_analyze
 -- Whether this role may ANALYZE the outbox (its owner, or on PostgreSQL 17 and newer, MAINTAIN on it): a drainer that may not leaves the outbox's statistics to autovacuum (issue 47).
 -- plan: any
--- (The version is asked first: PostgreSQL 15 and 16 know no MAINTAIN privilege and refuse the question.)
+-- (The version is asked first: before PostgreSQL 17 there is no MAINTAIN privilege, and asking about it is an error.)
 SELECT coalesce((SELECT pg_catalog.pg_has_role(rel.relowner, 'USAGE')
                         OR CASE WHEN pg_catalog.current_setting('server_version_num')::integer >= 170000
                                 THEN pg_catalog.has_table_privilege(rel.oid, 'MAINTAIN') ELSE false END
