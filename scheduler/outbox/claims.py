@@ -18,13 +18,16 @@ receiver's copy of it is a ledger *event*.
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import time
 from typing import Callable
 
-from django.db import transaction
+import psycopg
+from django.db import DatabaseError, transaction
 
 from scheduler import db, messages
+from scheduler.faults import describe
 from scheduler.errors import InvalidInput
 from scheduler.kinds import TERMINAL_FACT_TYPES, HeadPriority, Lane
 from scheduler.outbox.facts import Fact, Prefix
@@ -54,6 +57,9 @@ class _Statistics:
 # A drainer analyzes the outgrown outbox at most this often (issue 47). Once analyzed, the statistics fit until the
 # outbox doubles again, so analyzes come once per doubling; the interval only bounds one skipped by SKIP_LOCKED.
 ANALYZE_INTERVAL = 5.0
+# After an analyze that failed (a statement timeout on a large outbox, say), the next is tried this much later.
+ANALYZE_RETRY_AFTER_ERROR = 600.0
+logger = logging.getLogger("scheduler.drain")
 
 
 def list_ready_runs(lane: Lane, head_priority: HeadPriority, limit: int, exclude_run_ids: list[str] = ()) -> list[dict]:
@@ -83,7 +89,16 @@ def analyze_outgrown_outbox(*, now: Callable[[], float] = time.monotonic) -> boo
     if not _Statistics.may_analyze:
         return False
     _Statistics.analyzed_at = now()
-    db.execute("outbox_analyze")
+    try:
+        db.execute("outbox_analyze")
+    except (psycopg.Error, DatabaseError) as error:
+        if transaction.get_connection().in_atomic_block:
+            raise  # it aborted the caller's transaction: not this function's to hide
+        # Not the tick's failure: its deliveries are done, and the listing works on plans made per call meanwhile.
+        _Statistics.analyzed_at = now() + ANALYZE_RETRY_AFTER_ERROR - ANALYZE_INTERVAL
+        logger.warning("drain: analyzing the outbox failed, left to autovacuum for %.0f s: %s",
+                       ANALYZE_RETRY_AFTER_ERROR, describe(error))
+        return False
     return True
 
 

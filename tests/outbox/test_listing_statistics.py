@@ -6,7 +6,9 @@ one ran is observed, the database is real."""
 
 import logging
 import math
+import time
 
+import psycopg
 import pytest
 
 from scheduler import db
@@ -136,3 +138,44 @@ def test_a_role_that_may_not_analyze_the_outbox_leaves_it_to_autovacuum(analyzed
         query("RESET ROLE")
     assert claims._Statistics.may_analyze is False
     assert db.fetch_value("outbox_may_analyze") is True  # this test's own role owns it
+
+
+@pytest.mark.requirement("OBX-4")
+@pytest.mark.django_db(transaction=True)  # as the drain loop runs: no transaction around the tick
+def test_an_analyze_that_fails_fails_no_tick__and_waits_long_before_the_next(analyzed_outbox, first_look, caplog):
+    # A real failing ANALYZE: it evaluates an expression index for its statistics, whose function raises once told.
+    query("""CREATE FUNCTION scheduler_test_analyzed(text) RETURNS text IMMUTABLE LANGUAGE plpgsql AS $$ BEGIN
+             IF current_setting('scheduler_test.fail', true) = 'on' THEN RAISE EXCEPTION 'analyzed'; END IF;
+             RETURN $1; END $$""")
+    try:
+        query("CREATE INDEX scheduler_test_analyzed_idx ON outbox (scheduler_test_analyzed(event_id))")
+        # Nothing this tick may write to the outbox (a write would meet the function too): the only run's facts
+        # are leased elsewhere, and the backlog's runs do not exist.
+        query("UPDATE outbox SET lease_owner = 'elsewhere', lease_expires_at = now() + interval '1 hour'")
+        unseen_backlog()
+        query("SET scheduler_test.fail = 'on'")
+        with caplog.at_level(logging.WARNING, logger="scheduler.drain"):
+            tick = drainer.run_once("drainer-a")  # returns: the failure is not the tick's
+        assert tick.counts["claimed"] == 0
+        assert [record.getMessage().split(": ")[1] for record in caplog.records] == [
+            "analyzing the outbox failed, left to autovacuum for 600 s"]
+        waited = claims._Statistics.analyzed_at - time.monotonic()
+        assert claims.ANALYZE_RETRY_AFTER_ERROR - claims.ANALYZE_INTERVAL - 60 < waited
+        assert claims.analyze_outgrown_outbox() is False  # within that wait: not tried again
+    finally:
+        query("RESET scheduler_test.fail")
+        query("DROP INDEX IF EXISTS scheduler_test_analyzed_idx")
+        query("DROP FUNCTION scheduler_test_analyzed(text)")
+
+
+@pytest.mark.requirement("OBX-4")
+def test_an_analyze_that_fails_inside_a_transaction_is_the_callers_to_see(analyzed_outbox, first_look):
+    query("""CREATE FUNCTION scheduler_test_analyzed(text) RETURNS text IMMUTABLE LANGUAGE plpgsql AS $$ BEGIN
+             IF current_setting('scheduler_test.fail', true) = 'on' THEN RAISE EXCEPTION 'analyzed'; END IF;
+             RETURN $1; END $$""")
+    query("CREATE INDEX scheduler_test_analyzed_idx ON outbox (scheduler_test_analyzed(event_id))")
+    query("SET LOCAL scheduler_test.fail = 'on'")
+    query("SAVEPOINT before_analyze")
+    with pytest.raises(psycopg.Error, match="analyzed"):
+        claims.analyze_outgrown_outbox()  # its transaction is aborted: hiding that would fail its next statement
+    query("ROLLBACK TO SAVEPOINT before_analyze")
