@@ -140,13 +140,18 @@ def test_a_role_that_may_not_analyze_the_outbox_leaves_it_to_autovacuum(analyzed
     assert db.fetch_value("outbox_may_analyze") is True  # this test's own role owns it
 
 
-@pytest.mark.requirement("OBX-4")
-@pytest.mark.django_db(transaction=True)  # as the drain loop runs: no transaction around the tick
-def test_an_analyze_that_fails_fails_no_tick__and_waits_long_before_the_next(analyzed_outbox, first_look, caplog):
-    # A real failing ANALYZE: it evaluates an expression index for its statistics, whose function raises once told.
+def failing_function() -> None:
+    """A real way for ANALYZE to fail: it evaluates an expression index for its statistics, and this index's
+    function raises once the session's scheduler_test.fail is on (plpgsql: never inlined, so every caller meets it)."""
     query("""CREATE FUNCTION scheduler_test_analyzed(text) RETURNS text IMMUTABLE LANGUAGE plpgsql AS $$ BEGIN
              IF current_setting('scheduler_test.fail', true) = 'on' THEN RAISE EXCEPTION 'analyzed'; END IF;
              RETURN $1; END $$""")
+
+
+@pytest.mark.requirement("OBX-4")
+@pytest.mark.django_db(transaction=True)  # as the drain loop runs: no transaction around the tick
+def test_an_analyze_that_fails_fails_no_tick__and_waits_long_before_the_next(analyzed_outbox, first_look, caplog):
+    failing_function()
     try:
         query("CREATE INDEX scheduler_test_analyzed_idx ON outbox (scheduler_test_analyzed(event_id))")
         # Nothing this tick may write to the outbox (a write would meet the function too): the only run's facts
@@ -170,9 +175,7 @@ def test_an_analyze_that_fails_fails_no_tick__and_waits_long_before_the_next(ana
 
 @pytest.mark.requirement("OBX-4")
 def test_an_analyze_that_fails_inside_a_transaction_is_the_callers_to_see(analyzed_outbox, first_look):
-    query("""CREATE FUNCTION scheduler_test_analyzed(text) RETURNS text IMMUTABLE LANGUAGE plpgsql AS $$ BEGIN
-             IF current_setting('scheduler_test.fail', true) = 'on' THEN RAISE EXCEPTION 'analyzed'; END IF;
-             RETURN $1; END $$""")
+    failing_function()
     query("CREATE INDEX scheduler_test_analyzed_idx ON outbox (scheduler_test_analyzed(event_id))")
     query("SET LOCAL scheduler_test.fail = 'on'")
     query("SAVEPOINT before_analyze")
