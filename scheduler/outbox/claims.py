@@ -78,27 +78,29 @@ def list_ready_runs(lane: Lane, head_priority: HeadPriority, limit: int, exclude
         "exclude_run_ids": list(exclude_run_ids), **ways})
 
 
-def analyze_outgrown_outbox(*, now: Callable[[], float] = time.monotonic) -> bool:
+def analyze_outgrown_outbox(lease_owner: str) -> bool:
     """When this process's last lane survey found the outbox grown past its statistics, analyze it (if this role may,
     at most once per ANALYZE_INTERVAL): the next looks plan their survey and listing once per connection again,
     instead of per call (0.3 ms of planning a run) until autovacuum's analyze. Whether it analyzed."""
-    if _Statistics.fit or now() - _Statistics.analyzed_at < ANALYZE_INTERVAL:
+    if _Statistics.fit or time.monotonic() - _Statistics.analyzed_at < ANALYZE_INTERVAL:
         return False
     if _Statistics.may_analyze is None:
         _Statistics.may_analyze = bool(db.fetch_value("outbox_may_analyze"))
     if not _Statistics.may_analyze:
         return False
-    _Statistics.analyzed_at = now()
+    _Statistics.analyzed_at = began = time.monotonic()
     try:
         db.execute("outbox_analyze")
     except (psycopg.Error, DatabaseError) as error:
         if transaction.get_connection().in_atomic_block:
             raise  # it aborted the caller's transaction: not this function's to hide
         # Not the tick's failure: its deliveries are done, and the listing works on plans made per call meanwhile.
-        _Statistics.analyzed_at = now() + ANALYZE_RETRY_AFTER_ERROR - ANALYZE_INTERVAL
-        logger.warning("drain: analyzing the outbox failed, left to autovacuum for %.0f s: %s",
+        _Statistics.analyzed_at = time.monotonic() + ANALYZE_RETRY_AFTER_ERROR - ANALYZE_INTERVAL
+        logger.warning("drain %s: analyzing the outbox failed, left to autovacuum for %.0f s: %s", lease_owner,
                        ANALYZE_RETRY_AFTER_ERROR, describe(error))
         return False
+    logger.info("drain %s: the outbox had grown past its statistics; analyzed it in %.0f ms", lease_owner,
+                (time.monotonic() - began) * 1000)
     return True
 
 

@@ -13,7 +13,6 @@ through the same failure policy; a lease is never stranded.
 from __future__ import annotations
 
 import logging
-import time
 import zlib
 from dataclasses import dataclass, field
 
@@ -93,10 +92,7 @@ def run_once(lease_owner: str, *, should_stop=lambda: False, **overrides) -> Dra
     result.more = listing_full or result.counts["claimed"] >= options.batch
     if listed and not should_stop():
         # After this tick's deliveries, never before them: an outbox grown past its statistics is analyzed once.
-        began = time.monotonic()
-        if claims.analyze_outgrown_outbox():
-            logger.info("drain %s: the outbox had grown past its statistics; analyzed it in %.0f ms", lease_owner,
-                        (time.monotonic() - began) * 1000)
+        claims.analyze_outgrown_outbox(lease_owner)
     return result
 
 

@@ -133,7 +133,7 @@ def test_a_role_that_may_not_analyze_the_outbox_leaves_it_to_autovacuum(analyzed
     query("SET LOCAL ROLE scheduler_test_drainer")
     try:
         assert db.fetch_value("outbox_may_analyze") is False
-        assert claims.analyze_outgrown_outbox() is False
+        assert claims.analyze_outgrown_outbox("drainer-a") is False
     finally:
         query("RESET ROLE")
     assert claims._Statistics.may_analyze is False
@@ -166,7 +166,7 @@ def test_an_analyze_that_fails_fails_no_tick__and_waits_long_before_the_next(ana
             "analyzing the outbox failed, left to autovacuum for 600 s"]
         waited = claims._Statistics.analyzed_at - time.monotonic()
         assert claims.ANALYZE_RETRY_AFTER_ERROR - claims.ANALYZE_INTERVAL - 60 < waited
-        assert claims.analyze_outgrown_outbox() is False  # within that wait: not tried again
+        assert claims.analyze_outgrown_outbox("drainer-a") is False  # within that wait: not tried again
     finally:
         query("RESET scheduler_test.fail")
         query("DROP INDEX IF EXISTS scheduler_test_analyzed_idx")
@@ -180,5 +180,6 @@ def test_an_analyze_that_fails_inside_a_transaction_is_the_callers_to_see(analyz
     query("SET LOCAL scheduler_test.fail = 'on'")
     query("SAVEPOINT before_analyze")
     with pytest.raises(psycopg.Error, match="analyzed"):
-        claims.analyze_outgrown_outbox()  # its transaction is aborted: hiding that would fail its next statement
+        # Its transaction is aborted: hiding that would fail its next statement.
+        claims.analyze_outgrown_outbox("drainer-a")
     query("ROLLBACK TO SAVEPOINT before_analyze")
