@@ -8,9 +8,10 @@ import re
 
 
 def _words(text: str) -> list[str]:
-    # Compare with every constant blanked and comments dropped: the server folds constants differently per block.
+    # Compare with every constant blanked and comments dropped: the server folds constants differently per block,
+    # NULL, true and false among them (`SET lease_owner = NULL` is kept as `= $3`).
     text = " ".join(line.split("--")[0] for line in text.splitlines())
-    return re.sub(r"'(?:[^']|'')*'|\$\d+|\b\d+\b", "?", text).split()
+    return re.sub(r"'(?:[^']|'')*'|\$\d+|\b\d+\b|\b(?:NULL|true|false)\b", "?", text).split()
 
 
 def _common_prefix(left: list[str], right: list[str]) -> int:
