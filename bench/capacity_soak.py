@@ -188,7 +188,7 @@ def main(args) -> None:
             finished = capacity_checks.settled()  # what is still outstanding
         finally:
             load.close()
-        stack.stop()
+            stack.stop()  # whichever stack is current, however the bench ends (a stopped one stops again harmlessly)
         kept = capacity_checks.promises(receiver.seen(), daytona.seen())
     finally:
         server.discard()

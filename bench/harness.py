@@ -210,8 +210,17 @@ def spread(values: list[float], digits: int = 0) -> str:
 
 
 def arguments(quick_help: str):
-    """Every benchmark's command line: --quick (smaller sizes) and --check (exit 1 on a missed target)."""
+    """Every benchmark's command line: --quick (smaller sizes) and --check (exit 1 on a missed target).
+
+    It also makes a SIGTERM (`timeout`, a CI runner) end the bench as Ctrl-C would: through its `finally` blocks,
+    which stop the private servers, fakes and worker processes it started. Ended by the default SIGTERM instead,
+    a soak left its private server and its five workers running, for the next bench to share the cores with.
+    """
     import argparse
+
+    from config.embedded_pg import stop_on_sigterm
+
+    stop_on_sigterm()
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help=quick_help)

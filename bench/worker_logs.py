@@ -30,7 +30,10 @@ class WorkerLogs:
         return counts
 
     def discard_if_quiet(self) -> None:
-        """Remove the directory when nothing was logged (a stack per comparison arm would otherwise leave dozens)."""
+        """Remove the directory when nothing was logged (a stack per comparison arm would otherwise leave dozens); a
+        second call (a `finally` stopping a stack already stopped) finds it gone and leaves it so."""
+        if not self.directory.exists():
+            return
         files = list(self.directory.glob("*.log"))
         if all(path.stat().st_size == 0 for path in files):
             for path in files:

@@ -42,7 +42,7 @@ def database_url() -> str:
 
     _forget_dead_handles(PostgresServer)
     server = get_server(PGDATA, cleanup_mode="stop")
-    _stop_on_sigterm()
+    stop_on_sigterm()
     _url = server.get_uri("postgres")
     _tune_for_queues(_url)
     return _url
@@ -92,8 +92,10 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _stop_on_sigterm() -> None:
-    """Turn a default SIGTERM into SystemExit so the wheel's atexit stop runs.
+def stop_on_sigterm() -> None:
+    """Turn a default SIGTERM into SystemExit so the wheel's atexit stop runs
+    (and, in a benchmark, the `finally` blocks that stop its own servers and
+    workers).
 
     A handler someone else installed (gunicorn, our worker loops) is left
     alone: those exit through SystemExit themselves.

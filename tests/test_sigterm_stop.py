@@ -15,7 +15,7 @@ from pathlib import Path
 
 from config import embedded_pg
 
-embedded_pg._stop_on_sigterm()
+embedded_pg.stop_on_sigterm()
 LATER = Path(__file__).with_name("later_test_ran")
 
 
