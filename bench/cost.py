@@ -234,9 +234,10 @@ def main():
             wal_start = wal_position()
             prepared = measured_runs(fake, runs, runs, external, run_ids)
             wal_end = wal_position()
+            top = top_statements(20)  # before the WAL's readers, whose own statements are no run's
             by_table, by_kind = wal_by_table(wal_start, wal_end, runs), wal_by_kind(wal_start, wal_end, runs)
             entries = index_entries(wal_start, wal_end, runs)
-            top, kept = top_statements(20), kept_rows(run_ids)
+            kept = kept_rows(run_ids)
             with connections["default"].cursor() as cursor:
                 sources = cost_floor.run_rows(cursor, run_ids)
             floor = cost_floor.measure(harness.conninfo(os.environ["DATABASE_URL"]), sources, runs)
