@@ -132,6 +132,20 @@ def test_any_plan_mark__runs_in_the_mode_its_connection_is_in__without_a_switch(
         assert cursor.fetchone()[0] == 1
 
 
+def test_cleanup_sweep__its_preflight_runs_in_the_claims_mode__an_idle_tick_switches_nothing():
+    """Issue 47: each sweep tick runs the adoption preflight, then its generic claim; the preflight, which has no
+    parameter, ran in the configured mode, so an idle tick was four statements: two of them mode switches."""
+    from django.db import connection
+
+    from scheduler.cleanup import obligations, sandbox_sweep
+
+    sandbox_sweep.run_once(["daytona"], "cleaner-test")  # ends with sandbox_cleanup_claim: plan: generic
+    assert obligations.adoption_pending() is False
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('plan_cache_mode')")
+        assert cursor.fetchone()[0] == "force_generic_plan"
+
+
 def test_custom_plan_mark__a_switch_that_failed_with_its_statement_is_made_again():
     """The switch back travels in one pipeline with the custom block; when the block fails, the switch rolls back
     with it, so the runner must not believe it made: the next custom block switches again."""

@@ -1,5 +1,8 @@
 -- name: sandbox_cleanup_adoption_preflight
 -- Cheap proof of adoption work: any non-deleted legacy row, or any non-deleted v2 daytona row with a null routing domain (CLN-2).
+-- plan: any
+-- No parameter, so every mode plans it alike: run in the connection's mode, a sweep tick sends no mode switch
+-- before it and none back before its claim (two statements of an idle tick's four, issue 47).
 SELECT EXISTS (
            SELECT 1 FROM __schema__.sandbox_cleanup_jobs_v2
            WHERE provider = 'daytona' AND routing_domain IS NULL AND status <> 'deleted'
