@@ -51,7 +51,7 @@ class _Statistics:
 
     fit = False
     may_analyze: bool | None = None  # asked once per process
-    analyzed_at = -math.inf  # time.monotonic() of this process's last analyze
+    next_try_at = -math.inf  # the time.monotonic() before which this process tries no analyze
 
 
 # A drainer analyzes the outgrown outbox at most this often (issue 47). Once analyzed, the statistics fit until the
@@ -82,20 +82,21 @@ def analyze_outgrown_outbox(lease_owner: str) -> bool:
     """When this process's last lane survey found the outbox grown past its statistics, analyze it (if this role may,
     at most once per ANALYZE_INTERVAL): the next looks plan their survey and listing once per connection again,
     instead of per call (0.3 ms of planning a run) until autovacuum's analyze. Whether it analyzed."""
-    if _Statistics.fit or time.monotonic() - _Statistics.analyzed_at < ANALYZE_INTERVAL:
+    if _Statistics.fit or time.monotonic() < _Statistics.next_try_at:
         return False
     if _Statistics.may_analyze is None:
         _Statistics.may_analyze = bool(db.fetch_value("outbox_may_analyze"))
     if not _Statistics.may_analyze:
         return False
-    _Statistics.analyzed_at = began = time.monotonic()
+    began = time.monotonic()
+    _Statistics.next_try_at = began + ANALYZE_INTERVAL
     try:
         db.execute("outbox_analyze")
     except (psycopg.Error, DatabaseError) as error:
         if transaction.get_connection().in_atomic_block:
             raise  # it aborted the caller's transaction: not this function's to hide
         # Not the tick's failure: its deliveries are done, and the listing works on plans made per call meanwhile.
-        _Statistics.analyzed_at = time.monotonic() + ANALYZE_RETRY_AFTER_ERROR - ANALYZE_INTERVAL
+        _Statistics.next_try_at = time.monotonic() + ANALYZE_RETRY_AFTER_ERROR
         logger.warning("drain %s: analyzing the outbox failed, left to autovacuum for %.0f s: %s", lease_owner,
                        ANALYZE_RETRY_AFTER_ERROR, describe(error))
         return False

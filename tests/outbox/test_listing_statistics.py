@@ -92,7 +92,7 @@ def first_look(monkeypatch):
     """A drainer process before its first look: nothing known of the statistics, never analyzed."""
     monkeypatch.setattr(claims._Statistics, "fit", False)
     monkeypatch.setattr(claims._Statistics, "may_analyze", None)
-    monkeypatch.setattr(claims._Statistics, "analyzed_at", -math.inf)
+    monkeypatch.setattr(claims._Statistics, "next_try_at", -math.inf)
 
 
 @pytest.mark.requirement("OBX-4")
@@ -111,7 +111,7 @@ def test_a_drainer_analyzes_an_outbox_grown_past_its_statistics__once_an_interva
     unseen_backlog(20000, tag="later")
     drainer.run_once("drainer-a")  # finds the outbox outgrown again, within the interval: not analyzed
     assert claims._Statistics.fit is False and outbox_pages() == counted
-    monkeypatch.setattr(claims._Statistics, "analyzed_at", claims._Statistics.analyzed_at - claims.ANALYZE_INTERVAL)
+    monkeypatch.setattr(claims._Statistics, "next_try_at", claims._Statistics.next_try_at - claims.ANALYZE_INTERVAL)
     drainer.run_once("drainer-a")
     assert outbox_pages() > counted
 
@@ -164,7 +164,7 @@ def test_an_analyze_that_fails_fails_no_tick__and_waits_long_before_the_next(ana
         assert tick.counts["claimed"] == 0
         assert [record.getMessage().split(": ")[1] for record in caplog.records] == [
             "analyzing the outbox failed, left to autovacuum for 600 s"]
-        waited = claims._Statistics.analyzed_at - time.monotonic()
+        waited = claims._Statistics.next_try_at - time.monotonic()
         assert claims.ANALYZE_RETRY_AFTER_ERROR - claims.ANALYZE_INTERVAL - 60 < waited
         assert claims.analyze_outgrown_outbox("drainer-a") is False  # within that wait: not tried again
     finally:
