@@ -11,22 +11,13 @@ from __future__ import annotations
 import base64
 import json
 import random
-import ssl
-import sys
 import time
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.quiet_http import QuietHTTPServer
 
 COORDINATOR_TOKEN = "coordinator-secret"
-# A client that vanished mid-request (the soak's chaos kills drainers): answering it fails, and is no error of the
-# receiver's; its traceback in a bench's output would only hide real ones.
-GONE_PEER = (ConnectionError, ssl.SSLEOFError)
-
-
-class _Server(ThreadingHTTPServer):
-    def handle_error(self, request, client_address):
-        if not isinstance(sys.exc_info()[1], GONE_PEER):
-            super().handle_error(request, client_address)
 
 
 class FakeReceiver:
@@ -46,7 +37,7 @@ class FakeReceiver:
         self.unauthorized_once: set[str] = set()  # "token" / "events" / a bearer token: answered 401 once
         self.requests: list[dict] = []  # every request: path, headers (lower-case names), body
         self.lock = threading.Lock()
-        self._server = _Server(("127.0.0.1", 0), self._handler())
+        self._server = QuietHTTPServer(("127.0.0.1", 0), self._handler())
         # With `tls` (a server ssl.SSLContext) the receiver is an https origin, as a deployed runtime is: the only
         # kind a drainer may send a whole prefix to in one request (OBX-6).
         self.scheme = "http" if tls is None else "https"
