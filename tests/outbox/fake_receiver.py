@@ -13,9 +13,8 @@ import json
 import random
 import time
 import threading
-from http.server import BaseHTTPRequestHandler
 
-from tests.quiet_http import QuietHTTPServer
+from tests.quiet_http import QuietHandler, QuietHTTPServer
 
 COORDINATOR_TOKEN = "coordinator-secret"
 
@@ -83,19 +82,9 @@ class FakeReceiver:
     def _handler(self):
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive: a client that pools its connections can reuse them
-            disable_nagle_algorithm = True  # headers and body leave at once (no 40 ms delayed-ACK stall)
-
-            def log_message(self, *args):
-                pass
-
+        class Handler(QuietHandler):
             def _answer(self, status, body=None):
-                data = json.dumps(body or {}).encode()
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.answer(status, json.dumps(body or {}).encode())
 
             def _once(self, what: str) -> bool:
                 with fake.lock:

@@ -18,11 +18,10 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from tests.providers.fake_daytona_toolbox import Toolbox
-from tests.quiet_http import QuietHTTPServer
+from tests.quiet_http import QuietHandler, QuietHTTPServer
 
 RESOURCE_FIELDS = ("cpu", "gpu", "memory", "disk")
 
@@ -197,23 +196,14 @@ class FakeDaytona:
     def _handler(self):
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1" if fake.keep_alive else "HTTP/1.0"
-            disable_nagle_algorithm = True
-
-            def log_message(self, *args):
-                pass
 
             def _send(self, status, body=None, headers=None):
                 data = b"" if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
-                self.send_response(status)
-                for key, value in (headers or {}).items():
-                    self.send_header(key, value)
                 if body is not None and not isinstance(body, bytes):
-                    self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                    headers = {**(headers or {}), "Content-Type": "application/json"}
+                self.answer(status, data, headers)
 
             def _route(self, method):
                 fake.requests.append((method, self.path))
