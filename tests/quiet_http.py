@@ -49,11 +49,11 @@ class QuietHandler(BaseHTTPRequestHandler):
         except http.client.HTTPException as error:  # a line too long, or too many of them
             self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, str(error))
             return False
-        # http.server's rule: HTTP/1.1 on both sides keeps the connection, unless the request says close.
-        both_1_1 = self.request_version >= "HTTP/1.1" and self.protocol_version >= "HTTP/1.1"
+        # http.server's rule: an HTTP/1.1 server keeps an HTTP/1.1 request's connection, or one that asks keep-alive,
+        # unless the request says close.
         connection = (self.headers.get("Connection") or "").lower()
-        self.close_connection = connection == "close" or not (
-            both_1_1 or (connection == "keep-alive" and self.protocol_version >= "HTTP/1.1"))
+        keeps = self.protocol_version >= "HTTP/1.1" and (self.request_version >= "HTTP/1.1" or connection == "keep-alive")
+        self.close_connection = connection == "close" or not keeps
         return True
 
     def answer(self, status: int, data: bytes, headers: dict | None = None) -> None:

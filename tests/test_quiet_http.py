@@ -1,15 +1,20 @@
 """The fakes' request handler (tests/quiet_http.py) keeps http.server's rules where a client sees them: a
 connection kept or closed as the request and the protocol say, a malformed request refused with 400, headers read
-by name in any case; and it sends each answer in one write, which is what it is for."""
+by name in any case; and it sends each answer in one write, which is what it is for. The fakes' server prints no
+traceback for a client that vanished mid-request (the soak kills drainers under chaos), and still prints one for
+any other error, which would be the fake's own."""
 
 from __future__ import annotations
 
 import http.client
 import socket
+import ssl
 import threading
 
 import pytest
 
+from tests.outbox.fake_receiver import FakeReceiver
+from tests.providers.fake_daytona import FakeDaytona
 from tests.quiet_http import QuietHandler, QuietHTTPServer
 
 
@@ -98,3 +103,33 @@ def test_a_malformed_request_line_is_refused_with_400_and_closed(server, raw):
 def test_too_many_headers_are_refused_with_431(server):
     headers = b"".join(b"X-%d: v\r\n" % number for number in range(120))
     assert _until_closed(server, b"GET / HTTP/1.1\r\n" + headers + b"\r\n").startswith(b"HTTP/1.1 431 ")
+
+
+@pytest.fixture(params=["receiver", "daytona"])
+def fake_server(request):
+    """Each fake's own server."""
+    if request.param == "receiver":
+        receiver = FakeReceiver()
+        yield receiver._server
+        receiver.close()
+    else:
+        with FakeDaytona({}) as daytona:
+            yield daytona._server
+
+
+@pytest.mark.parametrize("error", [ssl.SSLEOFError(8, "EOF occurred in violation of protocol"), BrokenPipeError(),
+                                   ConnectionResetError()])
+def test_a_vanished_client_leaves_no_traceback(capsys, fake_server, error):
+    try:
+        raise error
+    except OSError:
+        fake_server.handle_error(None, ("127.0.0.1", 1))
+    assert capsys.readouterr().err == ""
+
+
+def test_any_other_error_is_still_printed(capsys, fake_server):
+    try:
+        raise ValueError("the fake's own defect")
+    except ValueError:
+        fake_server.handle_error(None, ("127.0.0.1", 1))
+    assert "the fake's own defect" in capsys.readouterr().err
