@@ -24,6 +24,7 @@ def test_environment__values_parsed_to_their_types():
 
 @pytest.mark.parametrize("name,value,message", [
     ("SCHEDULER_SETTLE_BATCH_SIZE", "0", "SCHEDULER_SETTLE_BATCH_SIZE must be between 1 and 500"),
+    ("SCHEDULER_BATCH_LINGER_MS", "250", "SCHEDULER_BATCH_LINGER_MS must be between 0 and 100"),
     ("SCHEDULER_CLAIM_LEASE_SECONDS", "soon", "SCHEDULER_CLAIM_LEASE_SECONDS must be an integer"),
     ("SCHEDULER_PREPARE_STATEMENTS", "maybe", "SCHEDULER_PREPARE_STATEMENTS must be true or false"),
     ("SCHEDULER_PLAN_CACHE_MODE", "always", "SCHEDULER_PLAN_CACHE_MODE must be one of"),
