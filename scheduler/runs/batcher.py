@@ -160,8 +160,8 @@ class StatementBatcher:
                 break
         with self._flight:
             self._observe(len(pending))
-            full = min(self.max_batch, max(self._recent_busiest))
             gather = self.gathering and None not in pending
+            full = min(self.max_batch, max(self._recent_busiest)) if gather else 0
         if gather:
             self._gather(pending, full)
         batch, runs = [], set()

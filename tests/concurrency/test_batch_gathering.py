@@ -13,7 +13,6 @@ from scheduler.runs import beats
 from scheduler.runs.batcher import GATHER_FROM, GATHER_UNTIL, StatementBatcher
 from tests import factories
 from tests.concurrency import threads
-from tests.support import connect
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -38,17 +37,9 @@ def _overlap(batcher: StatementBatcher) -> None:
     waiting (a heartbeat locks its attempt, not its run)."""
     held = factories.parked_run()
     waiting = [factories.parked_run() for _ in range(BATCH)]
-    with connect(autocommit=False) as holder:
-        holder.execute("SELECT 1 FROM runtime_scheduler.attempts WHERE run_id = %s FOR UPDATE", [held.run_id])
-        first = threads.start(lambda: batcher.submit(_beat(held)))
-        threads.wait_for(threads.array_statement_blocked, "the group's statement waits on the held attempt")
-        barrier = threading.Barrier(BATCH)
-        rest = [threads.start(lambda item=item: batcher.submit(_beat(item)), barrier=barrier) for item in waiting]
-        threads.wait_for(lambda: batcher._queue.qsize() == BATCH, "every item is queued")
-        holder.rollback()
-    for thread, outcome in [first, *rest]:
-        thread.join(timeout=60)
-        assert not thread.is_alive() and outcome.get().current
+    first, rest = threads.queue_behind_a_held_run(batcher, held.run_id, _beat(held), [_beat(item) for item in waiting],
+                                                  table="attempts")
+    assert first.get().current and all(outcome.get().current for outcome in rest)
 
 
 def _make_it_gather(batcher: StatementBatcher) -> None:

@@ -84,13 +84,15 @@ def array_statement_blocked() -> bool:
         return cursor.fetchone()[0] > 0
 
 
-def queue_behind_a_held_run(batcher, held_run_id: str, first_item, items: list) -> tuple[Outcome, list[Outcome]]:
-    """Block `batcher` (a runs/batcher.py StatementBatcher) on `first_item`, whose run's row is held; queue `items`
-    from their own threads together, then let go: the items share the batcher's next statement."""
+def queue_behind_a_held_run(batcher, held_run_id: str, first_item, items: list,
+                            table: str = "runs") -> tuple[Outcome, list[Outcome]]:
+    """Block `batcher` (a runs/batcher.py StatementBatcher) on `first_item`, whose run's row in `table` is held (the
+    row its statement locks: a heartbeat's is its attempt's); queue `items` from their own threads together, then
+    let go: the items share the batcher's next statement."""
     from tests.support import connect
 
     with connect(autocommit=False) as holder:
-        holder.execute("SELECT 1 FROM runtime_scheduler.runs WHERE run_id = %s FOR UPDATE", [held_run_id])
+        holder.execute(f"SELECT 1 FROM runtime_scheduler.{table} WHERE run_id = %s FOR UPDATE", [held_run_id])
         first = start(lambda: batcher.submit(first_item))
         wait_for(array_statement_blocked, "the batcher waits on the held run")
         barrier = threading.Barrier(len(items))
