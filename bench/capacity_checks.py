@@ -7,8 +7,11 @@ import time
 TERMINAL_FACTS = ("run.completed", "run.failed", "run.cancelled")
 
 
+# The runs not ended, by status: a report that did not settle says where they stuck (queued: dispatch; waiting:
+# their runners' reports; running: a start not yet parked). Then each other thing outstanding, as one count.
+RUNS_NOT_ENDED = ("SELECT 'runs not ended (' || status || ')', count(*) FROM runs "
+                  "WHERE status NOT IN ('completed', 'failed', 'cancelled') GROUP BY status ORDER BY status")
 OUTSTANDING = {
-    "runs not ended": "SELECT count(*) FROM runs WHERE status NOT IN ('completed', 'failed', 'cancelled')",
     "facts not delivered": "SELECT count(*) FROM outbox WHERE delivered_at IS NULL",
     "cleanup jobs not deleted": "SELECT count(*) FROM sandbox_cleanup_jobs_v2 WHERE status <> 'deleted'",
     "billing jobs not finalized": "SELECT count(*) FROM compute_billing_jobs_v2 WHERE status <> 'finalized'",
@@ -24,7 +27,8 @@ def settled(deadline_s: float = 180.0) -> dict[str, int]:
     deadline = time.monotonic() + deadline_s
     while True:
         with connection.cursor() as cursor:
-            outstanding = {}
+            cursor.execute(RUNS_NOT_ENDED)
+            outstanding = dict(cursor.fetchall())
             for what, sql in OUTSTANDING.items():
                 cursor.execute(sql)
                 outstanding[what] = cursor.fetchone()[0]
