@@ -246,9 +246,10 @@ class SchedulerSettings:
     settle_batch_size = Setting(32, _integer(1, 500))
     heartbeat_batch_size = Setting(32, _integer(1, 500))
     launch_batch_size = Setting(32, _integer(1, 500))
-    # Issue 47: how long a group statement whose items keep overlapping waits for more (runs/batcher.py). Off
-    # until the soak's last chaos hold (80% of 186/s) settles with it and the heartbeat's p99 at 25% holds.
-    batch_linger_ms = Setting(0, _integer(0, 100))
+    # Issue 47: how long a group statement whose items keep overlapping waits for more (runs/batcher.py). 1 ms
+    # saved what 5 did (PostgreSQL's CPU a run) while holding a request thread a fifth as long; 5 starved the
+    # soak's eight runner threads under chaos.
+    batch_linger_ms = Setting(1, _integer(0, 100))
     heartbeat_timeout_ms = Setting(60_000, _integer(1))
     max_request_bytes = Setting(1024 * 1024, _integer(1024))
     default_provider = Setting(Provider.LOCAL.value, _one_of(values(Provider)))
